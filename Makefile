@@ -1,0 +1,51 @@
+# gpucluster.acceptance — developer entry points.
+#   make test   set up (venv, links) and run every check: lint, sanity, unit and integration tests
+#   make demo   set up and run acceptance.yml on the simulated cluster
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+COLLECTIONS := $(CURDIR)/.build/collections
+LINK := $(COLLECTIONS)/ansible_collections/gpucluster/acceptance
+# Outside the work tree: inside it ansible-test would list only files git tracks there.
+SANITY_ROOT := $(or $(TMPDIR),/tmp)/gpucluster-sanity/ansible_collections/gpucluster/acceptance
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+export HYPOTHESIS_PROFILE ?= ci
+
+.PHONY: test demo setup venv link lint sanity unit integration docs-check clean
+
+test: setup lint sanity docs-check pytest
+
+setup: venv link
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+link:
+	mkdir -p $(dir $(LINK))
+	ln -sfn $(CURDIR) $(LINK)
+
+lint: setup
+	$(BIN)/ansible-lint --offline --profile production
+
+# ansible-test needs the collection under ansible_collections/<ns>/<name>: sanity runs on a copy.
+sanity: setup
+	tools/sanity.sh $(SANITY_ROOT)
+
+docs-check: setup
+	tools/docs-check.sh
+
+pytest: setup
+	$(BIN)/python -m pytest tests
+
+unit: setup
+	$(BIN)/python -m pytest tests/unit
+
+clean:
+	rm -rf .build tests/output .pytest_cache

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small text helpers shared by the tool-output parsers.
+
+Private to the collection: parsers import these; nothing here raises on odd input.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+# "[1,0]<stdout>:" (mpirun --tag-output) and " 0: " / "12: " (srun --label).
+_MPI_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s?")
+_SRUN_LABEL = re.compile(r"^\s*\d+:\s")
+
+_MISSING = frozenset(("n/a", "na", "[n/a]", "[not supported]", "not supported", "[unknown error]",
+                      "unknown error", "[insufficient permissions]", "", "-", "none", "null"))
+_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def strip_launcher_prefix(line):
+    """Remove an mpirun --tag-output or srun --label prefix from one line, if present."""
+    stripped = _MPI_TAG.sub("", line, count=1)
+    if stripped is line or stripped == line:
+        stripped = _SRUN_LABEL.sub("", line, count=1)
+    return stripped
+
+
+def is_missing(value):
+    """True for the placeholders NVIDIA tools print instead of a value (N/A, [Not Supported], ...)."""
+    return value is None or value.strip().lower() in _MISSING
+
+
+def to_number(value):
+    """Leading number of a cell such as '80 C', '700.00 W', '1.5e-3' or '42'; None when missing.
+
+    Integers stay int, anything with a dot or exponent becomes float.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if is_missing(text):
+        return None
+    match = _NUMBER.match(text)
+    if not match:
+        return None
+    token = match.group(0)
+    if any(c in token for c in ".eE"):
+        try:
+            return float(token)
+        except ValueError:
+            return None
+    return int(token)
+
+
+def lines_of(text):
+    """Split text into lines, dropping carriage returns left by captured terminals."""
+    return [line.rstrip("\r") for line in text.splitlines()]
+
+
+def new_result(**fields):
+    """A parser result with the keys every parser returns."""
+    result = {"errors": [], "warnings": []}
+    result.update(fields)
+    return result
