@@ -15,11 +15,15 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: test demo setup venv link lint sanity unit integration docs-check clean
+.PHONY: test demo setup system-deps venv link lint sanity unit integration docs-check clean
 
 test: setup lint sanity docs-check pytest
 
-setup: venv link
+setup: system-deps venv link
+
+# Debian packages (Slurm, munge, build tools); a no-op when all are installed.
+system-deps:
+	tools/install-system-deps.sh
 
 venv: $(VENV)/.stamp
 $(VENV)/.stamp: requirements.txt

@@ -9,7 +9,7 @@ for kind in filter lookup callback module; do
   for f in "$dir"/*.py; do
     [ -e "$f" ] || continue
     name=$(basename "$f" .py)
-    case "$name" in _*|__init__) continue ;; esac
+    case "$name" in _*) continue ;; esac
     if ! out=$(ansible-doc -t "$kind" "gpucluster.acceptance.$name" 2>&1) || ! grep -q "$name" <<<"$out"; then
       echo "ansible-doc failed for $kind gpucluster.acceptance.$name:"; echo "$out" | head -20; fail=1
     fi

@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build the one shell command that runs a stage's tools on a node (see gpucluster-collect.sh).
+
+Every value that came from inventory — tool arguments, environment values — is quoted on its
+own with shlex.quote; nothing is pasted into a shell string unquoted.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+try:
+    from shlex import quote
+except ImportError:  # pragma: no cover - Python 2 fallback for very old nodes
+    from pipes import quote
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+MARKERS = ("@tool", "@sleep")
+
+
+def _tool_args(tool):
+    if not isinstance(tool, dict):
+        raise ValueError("each tool must be a dict with name, timeout and argv, got %r" % (tool,))
+    name, timeout, argv = tool.get("name"), tool.get("timeout"), tool.get("argv")
+    if not isinstance(name, str) or not _TOOL_NAME.match(name):
+        raise ValueError("tool name %r must be letters, digits, '.', '_' or '-'" % (name,))
+    try:
+        timeout = int(timeout)
+    except (TypeError, ValueError):
+        raise ValueError("tool %s: timeout %r is not a whole number of seconds" % (name, timeout))
+    if timeout <= 0:
+        raise ValueError("tool %s: timeout must be > 0, got %d" % (name, timeout))
+    if not isinstance(argv, (list, tuple)) or not argv:
+        raise ValueError("tool %s: argv must be a non-empty list" % name)
+    argv = [str(a) for a in argv]
+    if any(a in MARKERS for a in argv):
+        raise ValueError("tool %s: argv may not contain the collector's markers %s" % (name, MARKERS))
+    args = ["@tool", name, str(timeout)] + argv
+    if tool.get("pause_before"):
+        args = ["@sleep", str(float(tool["pause_before"]))] + args
+    return args
+
+
+def collector_command(tools, script, environment=None, shell="bash"):
+    """The command line: env K=V ... bash -c SCRIPT gpucluster-collect @tool NAME T ARGV... ."""
+    env = []
+    for key, value in sorted((environment or {}).items()):
+        if not _ENV_NAME.match(str(key)):
+            raise ValueError("environment variable name %r is not valid" % (key,))
+        env.append("%s=%s" % (key, value))
+    words = []
+    for tool in tools or []:
+        words.extend(_tool_args(tool))
+    if not words:
+        raise ValueError("no tools to run")
+    parts = ["env"] + env + [shell, "-c", script, "gpucluster-collect"] + words
+    return " ".join(quote(p) for p in parts)

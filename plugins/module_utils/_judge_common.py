@@ -1,0 +1,200 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Building blocks shared by the judges: the check result, robust statistics, peer outliers.
+
+A judge is a pure function from parsed tool output and a hardware profile to a list of check
+results. Every result is a dict built by check_result():
+
+    {"check": "gpu.ecc", "status": "fail", "message": "GPU1 has 2 ...", "metrics": {...},
+     "component": "GPU1"}
+
+status is one of pass, fail, error, skip. A warning (something a person should look at that
+does not fail the node) is a pass whose message starts with "warning:" and whose metrics carry
+"warning": True. "error" means the judge could not decide: the input was missing or the parser
+reported errors. It is never turned into a pass.
+
+Standard library only: judges may run on managed nodes as well as on the controller.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import math
+
+PASS = "pass"
+FAIL = "fail"
+ERROR = "error"
+SKIP = "skip"
+STATUSES = (PASS, FAIL, ERROR, SKIP)
+
+# Scale that makes the MAD of normally distributed data estimate its standard deviation;
+# 0.6745 is the 0.75 quantile of the standard normal (Iglewicz and Hoaglin's modified z-score).
+_MAD_TO_SIGMA = 0.6745
+
+
+def check_result(check, status, message, metrics=None, component=None):
+    """One check result. Raises ValueError for a status outside pass/fail/error/skip."""
+    if status not in STATUSES:
+        raise ValueError("check %s: status must be one of %s, got %r"
+                         % (check, ", ".join(STATUSES), status))
+    return {
+        "check": check,
+        "status": status,
+        "message": message,
+        "metrics": dict(metrics) if metrics else {},
+        "component": component,
+    }
+
+
+def warning_result(check, message, metrics=None, component=None):
+    """A pass that a person should still read: message prefixed 'warning:', metrics warning=True."""
+    merged = dict(metrics) if metrics else {}
+    merged["warning"] = True
+    if not message.startswith("warning:"):
+        message = "warning: " + message
+    return check_result(check, PASS, message, merged, component)
+
+
+def parse_error_results(check, tool, parsed, required=None):
+    """Error results when a parser result is missing, not a dict, has errors or lacks data.
+
+    tool names the command in the message ("nvidia-smi topo -m"); required lists keys that must
+    be present and not None. Returns [] when the input is usable.
+    """
+    if parsed is None:
+        return [check_result(check, ERROR, "%s: no output was collected" % tool,
+                             {"tool": tool})]
+    if not isinstance(parsed, dict):
+        return [check_result(check, ERROR, "%s: expected a parsed result (dict), got %s"
+                             % (tool, type(parsed).__name__), {"tool": tool})]
+    errors = [str(e) for e in (parsed.get("errors") or [])]
+    if errors:
+        return [check_result(check, ERROR, "%s: output unreadable: %s" % (tool, "; ".join(errors)),
+                             {"tool": tool, "errors": errors})]
+    missing = [key for key in (required or ()) if parsed.get(key) is None]
+    if missing:
+        return [check_result(check, ERROR, "%s: parsed output lacks %s"
+                             % (tool, ", ".join(missing)), {"tool": tool, "missing": missing})]
+    return []
+
+
+def is_number(value):
+    """True for int/float (not bool) that is finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return not (math.isnan(value) or math.isinf(value))
+
+
+def median(values):
+    """Median of a non-empty sequence of numbers. Raises ValueError when empty."""
+    ordered = sorted(values)
+    count = len(ordered)
+    if count == 0:
+        raise ValueError("median of an empty sequence")
+    middle = count // 2
+    if count % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def mad(values, center=None):
+    """Median absolute deviation (unscaled) around center (default: the median)."""
+    if center is None:
+        center = median(values)
+    return median([abs(v - center) for v in values])
+
+
+def robust_z(value, center, spread):
+    """Modified z-score 0.6745 * (value - center) / MAD.
+
+    When the MAD is zero (most peers identical) any deviation gives +/-inf and no deviation 0.
+    """
+    diff = value - center
+    if spread == 0:
+        if diff == 0:
+            return 0.0
+        return math.copysign(float("inf"), diff)
+    return _MAD_TO_SIGMA * diff / spread
+
+
+def peer_outliers(values_by_node, low_is_bad=True, k=3.5, min_rel_drop=0.10, min_nodes=3):
+    """Nodes whose value is far from the cluster median in the bad direction.
+
+    A node is an outlier when both hold:
+    - its modified z-score is beyond k in the bad direction (below for low_is_bad), and
+    - it differs from the median by at least min_rel_drop (a fraction, 0.10 = 10 %).
+    The relative floor keeps a tight, healthy cluster (tiny MAD) from flagging 1 % noise; the
+    z-score keeps a noisy cluster from flagging its normal spread.
+
+    Values that are not finite numbers are ignored. With fewer than min_nodes usable values no
+    node is flagged (a median of two says nothing). Returns {node: {value, median, mad, z,
+    rel_diff}} for the outliers only; rel_diff is the signed fraction (value - median) / median.
+    """
+    usable = dict((node, value) for node, value in values_by_node.items() if is_number(value))
+    if len(usable) < max(min_nodes, 1):
+        return {}
+    center = median(list(usable.values()))
+    spread = mad(list(usable.values()), center)
+    outliers = {}
+    for node in sorted(usable):
+        value = usable[node]
+        z = robust_z(value, center, spread)
+        if center != 0:
+            rel = (value - center) / abs(center)
+        else:
+            rel = 0.0 if value == 0 else math.copysign(float("inf"), value)
+        if low_is_bad:
+            bad = z <= -k and rel <= -min_rel_drop
+        else:
+            bad = z >= k and rel >= min_rel_drop
+        if bad:
+            outliers[node] = {"value": value, "median": center, "mad": spread, "z": z,
+                              "rel_diff": rel}
+    return outliers
+
+
+def fmt_num(value):
+    """Short human form of a number: 386, 386.5, 0.25 (no trailing zeros)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isinf(value) or math.isnan(value):
+        return str(value)
+    if abs(value) >= 100:
+        return "%d" % int(round(value))
+    text = "%.2f" % value
+    text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def join_names(names, limit=8):
+    """'GPU1, GPU3 and GPU5'; long lists end with 'and N more'."""
+    names = [str(n) for n in names]
+    if len(names) > limit:
+        shown = names[:limit]
+        return "%s and %d more" % (", ".join(shown), len(names) - limit)
+    if len(names) <= 1:
+        return "".join(names)
+    return "%s and %s" % (", ".join(names[:-1]), names[-1])
+
+
+def profile_get(profile, dotted, default=None):
+    """profile['a']['b'] for 'a.b'; default when any level is missing or not a dict."""
+    node = profile
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return default if node is None else node
+
+
+def worst_status(results):
+    """error > fail > pass > skip over a list of results; 'skip' for an empty list."""
+    rank = {ERROR: 3, FAIL: 2, PASS: 1, SKIP: 0}
+    worst = SKIP
+    for result in results:
+        if rank[result["status"]] > rank[worst]:
+            worst = result["status"]
+    return worst

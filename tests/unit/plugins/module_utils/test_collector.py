@@ -1,0 +1,59 @@
+"""The collector command line: every inventory value quoted on its own, bad definitions refused."""
+import shlex
+import subprocess
+
+import pytest
+from hypothesis import given, strategies as st
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._sections import parse_sections
+from conftest import REPO
+
+SCRIPT = (REPO / "roles" / "collect" / "files" / "gpucluster-collect.sh").read_text()
+
+
+def run(command):
+    return subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60, check=False).stdout
+
+
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                        min_size=1, max_size=20).filter(lambda a: a not in ("@tool", "@sleep")),
+                min_size=1, max_size=4))
+def test_any_argument_reaches_the_tool_verbatim(args):
+    command = collector_command([{"name": "t", "timeout": 5, "argv": ["printf", "%s\\n"] + args}], SCRIPT)
+    words = shlex.split(command)
+    assert words[-len(args):] == args  # one shell word per argument, nothing split or merged
+
+
+def test_hostile_values_run_as_data(tmp_path):
+    marker = tmp_path / "pwned"
+    hostile = "$(touch %s)`touch %s`; touch %s" % (marker, marker, marker)
+    command = collector_command([{"name": "t", "timeout": 5, "argv": ["echo", hostile]}], SCRIPT,
+                                environment={"GPU_NOTE": hostile})
+    out = parse_sections(run(command))
+    assert out["tools"]["t"]["output"] == hostile
+    assert not marker.exists()
+
+
+def test_environment_reaches_the_tools():
+    command = collector_command([{"name": "env", "timeout": 5, "argv": ["sh", "-c", 'echo "$SIM_NODE"']}],
+                                SCRIPT, environment={"SIM_NODE": "gpu 007"})
+    assert parse_sections(run(command))["tools"]["env"]["output"] == "gpu 007"
+
+
+@pytest.mark.parametrize("tool, message", [
+    ({"name": "a b", "timeout": 5, "argv": ["x"]}, "tool name"),
+    ({"name": "a", "timeout": 0, "argv": ["x"]}, "timeout must be > 0"),
+    ({"name": "a", "timeout": "soon", "argv": ["x"]}, "not a whole number"),
+    ({"name": "a", "timeout": 5, "argv": []}, "non-empty list"),
+    ({"name": "a", "timeout": 5, "argv": ["x", "@tool"]}, "markers"),
+    ("nvidia-smi", "must be a dict"),
+])
+def test_bad_tool_definitions_are_refused(tool, message):
+    with pytest.raises(ValueError, match=message):
+        collector_command([tool], SCRIPT)
+
+
+def test_bad_environment_name_is_refused():
+    with pytest.raises(ValueError, match="not valid"):
+        collector_command([{"name": "a", "timeout": 5, "argv": ["x"]}], SCRIPT, environment={"A;B": "1"})

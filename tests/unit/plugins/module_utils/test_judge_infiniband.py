@@ -1,0 +1,155 @@
+"""judge_infiniband over real ibstat outputs and sysfs counter snapshots."""
+import copy
+import re
+
+import pytest
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import (
+    parse_ib_counters)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infiniband import (
+    judge_infiniband)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import (
+    load_profile)
+
+from conftest import FIXTURES
+
+COUNTERS = FIXTURES / "ib_counters" / "gpud_h100_sysfs_grep_counters_hw_counters.txt"
+
+
+def _ibstat(name):
+    return parse_ibstat((FIXTURES / "ibstat" / name).read_text())
+
+
+def _bump(text, ca, counter, by):
+    """The sysfs snapshot with one counter raised, as a later `grep -H .` would print it."""
+    pattern = re.compile(r"^(/sys/class/infiniband/%s/ports/1/counters/%s:)(\d+)$"
+                         % (re.escape(ca), re.escape(counter)), re.M)
+    return pattern.sub(lambda m: "%s%d" % (m.group(1), int(m.group(2)) + by), text)
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return load_profile("hgx_h100_sxm")
+
+
+@pytest.fixture(scope="module")
+def two_named(h100):
+    profile = copy.deepcopy(h100)
+    profile["nic_names"] = ["mlx5_0", "mlx5_1"]
+    return profile
+
+
+def test_healthy_h100_ibstat(h100):
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), None, None, h100)
+    by = dict((r["check"], r) for r in results if r["status"] != "skip")
+    assert by["ib.port_count"]["message"] == "8 InfiniBand ports (at least 8 expected)"
+    assert by["ib.port_state"]["status"] == "pass"
+    assert by["ib.rate"]["message"] == "all 8 compute ports run at 400 Gb/s"
+    skipped = [r["message"] for r in results if r["status"] == "skip"]
+    assert "not on the InfiniBand compute fabric, not judged: mlx5_bond_0 port 1 (Ethernet)" \
+        in skipped
+    assert "IB port counters: no before/after snapshots collected" in skipped
+
+
+def test_states_and_rates_named(h100):
+    results = judge_infiniband(_ibstat("handmade_xdr800_states_fdr10.txt"), None, None, h100)
+    failed = [r["message"] for r in results if r["status"] == "fail"]
+    assert "mlx5_3 port 1 is Down (physical state Sleep)" in failed
+    assert "mlx5_1 port 1 is Initializing (physical state LinkUp)" in failed
+    assert "mlx4_0 port 1 runs at 40 Gb/s, expected 400" in failed
+    assert "6 InfiniBand ports, expected at least 8" in failed
+
+
+def test_hdr_port_on_ndr_profile(h100):
+    ibstat = _ibstat("gpud_h100_ib_active_bond_spaces.txt")
+    ibstat["cas"][2]["ports"][0]["rate"] = 200
+    results = judge_infiniband(ibstat, None, None, h100)
+    rate = [r for r in results if r["check"] == "ib.rate"]
+    assert [(r["status"], r["message"], r["component"]) for r in rate] == [
+        ("fail", "mlx5_4 port 1 runs at 200 Gb/s, expected 400", "mlx5_4 port 1")]
+
+
+def test_roce_node_against_infiniband_profile(h100):
+    results = judge_infiniband(_ibstat("gpud_h100_roce_tabs_polling.txt"), None, None, h100)
+    assert [r["message"] for r in results if r["status"] == "fail"] == [
+        "0 InfiniBand ports, expected at least 8"]
+
+
+def test_named_hca_link_layer_and_missing(two_named):
+    profile = copy.deepcopy(two_named)
+    profile["nic_names"] = ["mlx5_0", "mlx5_bond_0", "mlx5_9x"]
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), None, None,
+                               profile)
+    failed = sorted(r["message"] for r in results if r["status"] == "fail")
+    assert failed == ["compute HCA mlx5_9x is missing from ibstat",
+                      "mlx5_bond_0 port 1 link layer is Ethernet, expected InfiniBand",
+                      "mlx5_bond_0 port 1 runs at 200 Gb/s, expected 400"]
+
+
+def test_counter_rise_over_a_test(two_named):
+    text = COUNTERS.read_text()
+    before = parse_ib_counters(text)
+    after_text = _bump(_bump(text, "mlx5_1", "symbol_error", 57), "mlx5_0", "link_downed", 1)
+    after_text = _bump(after_text, "mlx5_0", "port_xmit_discards", 1000)  # congestion: not judged
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), before,
+                               parse_ib_counters(after_text), two_named)
+    counters = [r for r in results if r["check"] == "ib.counters"]
+    assert sorted(r["message"] for r in counters if r["status"] == "fail") == [
+        "mlx5_0 port 1 link_downed rose by 1 during the test (limit 0)",
+        "mlx5_1 port 1 symbol_error rose by 57 during the test (limit 0)",
+    ]
+
+
+def test_counters_unchanged_pass(two_named):
+    snapshot = parse_ib_counters(COUNTERS.read_text())
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), snapshot,
+                               copy.deepcopy(snapshot), two_named)
+    counters = [r for r in results if r["check"] == "ib.counters"]
+    assert [r["status"] for r in counters] == ["pass"]
+
+
+def test_counter_reset_is_a_lower_bound(two_named):
+    text = COUNTERS.read_text()
+    before = parse_ib_counters(_bump(text, "mlx5_0", "port_rcv_errors", 100))  # 114 before
+    after = parse_ib_counters(text)                                             # 14 after
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), before, after,
+                               two_named)
+    failed = [r for r in results if r["check"] == "ib.counters" and r["status"] == "fail"]
+    assert failed[0]["message"] == \
+        "mlx5_0 port 1 port_rcv_errors rose by at least 14 during the test (limit 0)"
+
+
+# ------------------------------------------------------------------------------ error inputs
+
+@pytest.mark.parametrize("name", ["gpud_a100_ibpanic_spaces.txt",
+                                  "lustreperfmon_27_hdr_tabs_truncated.txt",
+                                  "mooncake_1999_roce_truncated.txt"])
+def test_unreadable_ibstat_is_error_never_pass(name, h100):
+    results = judge_infiniband(_ibstat(name), None, None, h100)
+    assert [r["status"] for r in results] == ["error"]
+    assert results[0]["message"].startswith("ibstat: output unreadable: ")
+
+
+def test_missing_ibstat_and_missing_snapshot(two_named):
+    assert judge_infiniband(None, None, None, two_named)[0]["message"] == \
+        "ibstat: no output was collected"
+    snapshot = parse_ib_counters(COUNTERS.read_text())
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), snapshot, None,
+                               two_named)
+    errors = [r for r in results if r["status"] == "error"]
+    assert [r["message"] for r in errors] == [
+        "IB port counters (after the test): no output was collected"]
+
+
+def test_unreadable_counter_snapshot(two_named):
+    bad = parse_ib_counters((FIXTURES / "ib_counters" /
+                             "netdata_2620_perfquery_x_wrapped_truncated.txt").read_text())
+    assert bad["errors"]
+    snapshot = parse_ib_counters(COUNTERS.read_text())
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), snapshot, bad,
+                               two_named)
+    errors = [r for r in results if r["check"] == "ib.parse"]
+    assert errors and errors[0]["status"] == "error"
+    assert errors[0]["message"].startswith("IB port counters (after the test): output unreadable")
+    assert not any(r["check"] == "ib.counters" and r["status"] == "pass" for r in results)

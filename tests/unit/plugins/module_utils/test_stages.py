@@ -1,0 +1,122 @@
+"""judge_stage: tool failures become errors naming the tool, outputs are judged, state accumulates."""
+import pytest
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _stages
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._cluster import judge_cluster
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import load_profile
+from conftest import FIXTURES
+
+A100 = load_profile("a100_sxm_80gb")
+
+
+def collected(*tools):
+    """Collector output for (name, output, rc) triples, as gpucluster-collect.sh prints it."""
+    parts = []
+    for name, output, rc in tools:
+        parts.append("==> gpucluster-begin %s <==\n%s\n\n==> gpucluster-end %s rc=%d seconds=0.100 <==" % (name, output, name, rc))
+    return "\n".join(parts) + "\n"
+
+
+def fixture(path):
+    return (FIXTURES / path).read_text()
+
+
+def test_missing_gpu_fails_topology_and_is_recorded_in_state():
+    out = collected(("nvidia-smi-topo", fixture("nvidia_topo/dgx_a100_7of8_gpus_handmade.txt"), 0))
+    state = _stages.judge_stage({}, "topology", out, A100, node="gpu007")
+    assert state["failed_stages"] == ["topology"]
+    assert state["stages"]["topology"]["status"] == "fail"
+    failed = [c for c in state["last"]["checks"] if c["status"] == "fail"]
+    assert any("7" in c["message"] and "8" in c["message"] for c in failed)
+    assert state["last"]["raw"]["nvidia-smi-topo"]["rc"] == 0
+    assert state["last"]["node"] == "gpu007"
+
+
+def test_timed_out_tool_is_an_error_naming_the_tool_and_skips_judging():
+    out = collected(("dcgmi-diag", "", 124))
+    state = _stages.judge_stage({"failed_stages": [], "stages": {"topology": {"status": "pass", "metrics": {}}}},
+                                "dcgm", out, A100, options={"level": 3}, node="gpu003")
+    assert state["failed_stages"] == ["dcgm"]
+    assert state["stages"]["topology"]["status"] == "pass"  # earlier stages are kept
+    (check,) = state["last"]["checks"]
+    assert check["status"] == "error" and check["check"] == "collect" and check["component"] == "dcgmi-diag"
+    assert "timed out" in check["message"]
+
+
+def test_missing_tool_section_and_no_markers_are_errors():
+    state = _stages.judge_stage({}, "gpu_health", collected(("nvidia-smi-q", "x", 0)), A100, node="n")
+    names = sorted(c["component"] for c in state["last"]["checks"])
+    assert names == ["dmesg", "nvidia-smi-csv"]
+    assert all("no output collected" in c["message"] for c in state["last"]["checks"])
+    empty = _stages.judge_stage({}, "topology", "bash: not found\n", A100, node="n")
+    assert empty["last"]["checks"][0]["status"] == "error"
+    assert empty["failed_stages"] == ["topology"]
+
+
+def test_garbled_output_is_an_error_never_a_pass():
+    out = collected(("nvidia-smi-topo", "\x00\x01garbage\nGPU0 what", 0))
+    state = _stages.judge_stage({}, "topology", out, A100, node="n")
+    assert state["stages"]["topology"]["status"] == "error"
+
+
+def test_judge_crash_becomes_an_error(monkeypatch):
+    def broken(outputs, profile, options):
+        raise KeyError("boom")
+    monkeypatch.setitem(_stages.STAGES, "topology", (("nvidia-smi-topo",), broken))
+    state = _stages.judge_stage({}, "topology", collected(("nvidia-smi-topo", "x", 0)), A100, node="n")
+    assert state["last"]["checks"][0]["status"] == "error"
+    assert "KeyError" in state["last"]["checks"][0]["message"]
+
+
+def test_replayed_dict_input_is_judged_the_same_as_collector_output():
+    text = fixture("nvidia_topo/dgx_a100_7of8_gpus_handmade.txt")
+    live = _stages.judge_stage({}, "topology", collected(("nvidia-smi-topo", text, 0)), A100, node="n")
+    replay = _stages.judge_stage({}, "topology", {"tools": {"nvidia-smi-topo": {"output": text, "rc": 0,
+                                                                                 "seconds": None, "complete": True}}},
+                                 A100, node="n")
+    assert live["last"]["checks"] == replay["last"]["checks"]
+
+
+def test_unknown_stage_is_refused():
+    with pytest.raises(ValueError, match="unknown stage"):
+        _stages.judge_stage({}, "fabric-typo", "", A100)
+
+
+def test_preflight_records_versions_and_flags_missing_tools():
+    csv = fixture("nvidia_smi/csv_h100_8gpu_units_handmade.csv")
+    out = collected(("tools", "/usr/bin/nvidia-smi\n/usr/bin/ibstat", 1),
+                    ("nvidia-smi-versions", csv, 0),
+                    ("dcgmi-version", "Version : 3.3.6\nBuild ID : 14", 0),
+                    ("ibstat-versions", fixture("ibstat/gpud_h100_ib_active_bond_spaces.txt"), 0))
+    state = _stages.judge_stage({}, "preflight", out, A100, options={"required_tools": ["nvidia-smi", "dcgmi", "ibstat"]},
+                                node="gpu001")
+    missing = [c for c in state["last"]["checks"] if c["check"] == "tool_present" and c["status"] == "fail"]
+    assert [c["component"] for c in missing] == ["dcgmi"]
+    assert state["stages"]["preflight"]["metrics"]["dcgm_version"] == "3.3.6"
+
+
+def states_with(field_values, stage="preflight", key="driver_version"):
+    return dict((node, {"failed_stages": [], "stages": {stage: {"status": "pass", "metrics": {key: value}}}})
+                for node, value in field_values.items())
+
+
+def test_cluster_uniformity_fails_the_odd_node_out():
+    values = dict(("gpu%03d" % i, "550.90.07") for i in range(1, 16))
+    values["gpu007"] = "535.129.03"
+    results = judge_cluster(states_with(values), A100)
+    (driver,) = [r for r in results if any(c["check"] == "uniform_driver_version" for c in r["checks"])]
+    assert driver["failed_nodes"] == ["gpu007"]
+    bad = [c for c in driver["checks"] if c["status"] == "fail"]
+    assert bad[0]["node"] == "gpu007" and "535.129.03" in bad[0]["message"]
+
+
+def test_cluster_peer_check_fails_a_slow_node_above_the_floor():
+    values = dict(("gpu%03d" % i, 240.0 + (i % 3)) for i in range(1, 17))
+    values["gpu012"] = 205.0  # above the A100 floor of 200, 15 % below the others
+    results = judge_cluster(states_with(values, "nccl_single_node", "busbw"), A100)
+    (peers,) = results
+    assert peers["stage"] == "nccl_single_node" and peers["failed_nodes"] == ["gpu012"]
+
+
+def test_nodes_that_never_reported_are_left_to_the_verdict():
+    assert judge_cluster({"gpu001": None, "gpu002": None}, A100) == []
