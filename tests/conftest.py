@@ -1,8 +1,10 @@
 """Test-wide setup: import the collection through its ansible_collections path, hypothesis profiles."""
 import os
+import shutil
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -15,6 +17,8 @@ if not LINK.exists():
     LINK.symlink_to(REPO)
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
+# Integration tests import their harness (tests/integration/harness.py) by name.
+sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 # CI runs at least 2000 generated cases per property; a quick local profile keeps iteration fast.
 settings.register_profile(
@@ -22,3 +26,24 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def _integration_problems():
+    problems = []
+    if os.geteuid() != 0:
+        problems.append("the simulated cluster runs Slurm as root")
+    for tool in ("/usr/sbin/slurmctld", "/usr/sbin/slurmd", "/usr/sbin/munged"):
+        if not Path(tool).exists():
+            problems.append("%s is missing" % tool)
+    if not shutil.which("srun"):
+        problems.append("srun is missing")
+    return problems
+
+
+def pytest_runtest_setup(item):
+    """Integration tests drive real Slurm daemons: fail (never skip) when they cannot."""
+    if item.get_closest_marker("integration"):
+        problems = _integration_problems()
+        if problems:
+            pytest.fail("integration prerequisites: %s; run tools/install-system-deps.sh (make test does)"
+                        % "; ".join(problems), pytrace=False)

@@ -58,6 +58,10 @@ def _safe(name):
 
 
 def _stage_of(task):
+    """The acceptance stage a task belongs to: the collect role's stage, else its role's name."""
+    stage = task.get_vars().get("collect_stage")
+    if isinstance(stage, str) and stage and "{" not in stage:
+        return stage
     role = getattr(task, "_role", None)
     if role is not None:
         return role.get_name().split(".")[-1]
@@ -162,9 +166,9 @@ class CallbackModule(CallbackBase):
                              "message": message, "metrics": {}, "component": None})
 
     def v2_runner_on_unreachable(self, result):
-        msg = result._result.get("msg", "unreachable")
+        lines = str(result._result.get("msg") or "no answer").strip().splitlines() or ["no answer"]
         self._error(result._host.get_name(), result._task,
-                    "%s is unreachable: %s" % (result._host.get_name(), str(msg).strip().splitlines()[-1:]))
+                    "%s is unreachable: %s" % (result._host.get_name(), lines[-1]))
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
         if ignore_errors or result._task.get_name().startswith(VERDICT_TASK_PREFIX):

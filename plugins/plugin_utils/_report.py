@@ -41,7 +41,7 @@ def node_summary(checks, nodes=()):
         stage = check.get("stage", "unknown")
         entry["stages"][stage] = worst([entry["stages"].get(stage, "skip"), check["status"]])
         if check["status"] in BAD:
-            entry["problems"].append("%s: %s" % (stage, check.get("message", "")))
+            entry["problems"].append("%s %s: %s" % (check["status"].upper(), stage, check.get("message", "")))
     for entry in summary.values():
         entry["status"] = worst(entry["stages"].values()) if entry["stages"] else "pass"
         if entry["status"] == "skip":
@@ -97,7 +97,7 @@ def summary_lines(checks, nodes, artifact_dir):
              % (verdict(checks).upper(), len([n for n in per_node if n != "cluster"]), len(checks), len(bad))]
     for node in bad:
         for problem in per_node[node]["problems"]:
-            lines.append("  %s %s: %s" % (per_node[node]["status"].upper(), node, problem))
+            lines.append("  %s %s" % (node, problem))
     lines.append("artifacts: %s (junit.xml, results.json, raw/)" % artifact_dir)
     return lines
 

@@ -34,7 +34,7 @@ def test_node_summary_takes_the_worst_status_per_stage_and_node():
     assert summary["gpu001"]["status"] == "pass"
     assert summary["gpu002"] == {"status": "pass", "stages": {}, "problems": []}
     assert summary["gpu003"]["status"] == "fail"
-    assert summary["gpu003"]["problems"] == ["topology: GPU2<->GPU5 is SYS, expected NV18"]
+    assert summary["gpu003"]["problems"] == ["FAIL topology: GPU2<->GPU5 is SYS, expected NV18"]
     assert summary["gpu004"]["status"] == "error"
 
 
@@ -61,6 +61,6 @@ def test_junit_is_schema_valid_with_one_case_per_stage_check_node():
 def test_summary_names_each_bad_node_with_stage_and_reason():
     lines = _report.summary_lines(CHECKS, ["gpu001", "gpu003", "gpu004"], "/tmp/run")
     assert lines[0].startswith("gpucluster.acceptance verdict: FAIL")
-    assert "  FAIL gpu003: topology: GPU2<->GPU5 is SYS, expected NV18" in lines
-    assert any(line.startswith("  ERROR gpu004: dcgm:") for line in lines)
+    assert "  gpu003 FAIL topology: GPU2<->GPU5 is SYS, expected NV18" in lines
+    assert any(line.startswith("  gpu004 ERROR dcgm:") for line in lines)
     assert not any("gpu001" in line for line in lines[1:])

@@ -1,0 +1,393 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""slurm_node module: drain Slurm nodes with a tagged reason, and resume only the ones we drained."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: slurm_node
+version_added: 0.1.0
+short_description: Drain Slurm nodes with a tagged reason and resume only those
+description:
+  - Drains Slurm nodes (C(scontrol update State=DRAIN Reason=...)) with a reason that starts with
+    O(reason_tag), and resumes (C(State=RESUME)) only nodes whose current reason starts with that
+    tag. A node drained or set DOWN by someone else, with another reason, is never resumed and
+    never re-drained over; it is reported as C(skipped) with its reason.
+  - Idempotent. A node already drained with the same reason is C(unchanged); one drained with
+    the tag but another text gets the new reason.
+  - Busy nodes (ALLOCATED, MIXED) are drained, never set DOWN. Their jobs run to the end and
+    Slurm shows them as DRAINING (C(ALLOCATED+DRAIN)).
+  - DOWN, UNKNOWN and not-responding nodes get the DRAIN flag, so they stay out when their
+    slurmd registers again (C(ReturnToService)). If such a node is not drained, the reason Slurm
+    gave it (for example C(Not responding)) is replaced, and the old one is reported.
+    Nodes in a maintenance reservation (MAINT, RESERVED) are drained, and the module reports it.
+  - On an UNKNOWN node, scontrol answers a RESUME with rc=1 and C(Invalid node state specified)
+    yet clears the drain. Each change is therefore judged by re-reading the node's state, not by
+    scontrol's exit status.
+  - FUTURE nodes (hidden from plain C(scontrol show node), read with C(--future)) are not drained.
+    They are reported as C(skipped), because Slurm runs nothing on them, and C(State=RESUME), which
+    brings one into service, would clear the drain anyway. A FUTURE node drained earlier with the tag is
+    resumed with C(State=UNDRAIN), so it stays FUTURE.
+  - Before any change, every name must be a node Slurm knows. The module fails, naming the unknown
+    ones, and changes nothing.
+  - Every command runs without a shell, under C(timeout) (coreutils), because scontrol can hang
+    for a minute when it cannot read its configuration.
+options:
+  name:
+    description:
+      - Nodes to act on, as names or Slurm hostlist expressions (C(gpu[001-004,010])). They are
+        expanded and duplicates removed.
+    type: list
+    elements: str
+    required: true
+    aliases: [nodes]
+  state:
+    description:
+      - C(drained) drains the nodes with O(reason).
+      - C(resumed) resumes the nodes whose reason starts with O(reason_tag) and leaves the other
+        nodes alone.
+    type: str
+    choices: [drained, resumed]
+    required: true
+  reason:
+    description:
+      - "Why the nodes are drained. O(reason_tag) and a space are put in front unless the text
+        already starts with the tag: V(xid 79 on GPU3) is written as C(gpucluster: xid 79 on GPU3)."
+      - Whitespace runs, newlines included, are folded into single spaces.
+      - Required when O(state=drained). Ignored when O(state=resumed).
+    type: str
+  reason_tag:
+    description:
+      - Prefix that marks our drains. Only nodes whose reason starts with it are resumed, or have
+        their reason updated.
+      - Must not be empty.
+    type: str
+    default: "gpucluster:"
+  scontrol_path:
+    description: The scontrol command, a name looked up on E(PATH) or an absolute path.
+    type: str
+    default: scontrol
+  slurm_conf:
+    description:
+      - Path of slurm.conf, passed to scontrol as E(SLURM_CONF).
+      - When not set, scontrol uses E(SLURM_CONF) from the module's environment, or its built-in
+        default.
+    type: path
+  timeout:
+    description: Seconds each scontrol call may take before it is killed.
+    type: int
+    default: 30
+notes:
+  - Runs on the host where scontrol can reach slurmctld, usually the controller or a login node.
+    Delegate it there, once, with C(run_once), for many nodes.
+  - State names follow C(scontrol show node) (C(IDLE+DRAIN), C(ALLOCATED+DRAIN),
+    C(UNKNOWN+DRAIN+NOT_RESPONDING)). C(sinfo -R) lists the reasons.
+  - Scontrol runs with E(SLURM_TIME_FORMAT=standard), so the C([user@time]) Slurm appends to a
+    reason can be told from the reason itself.
+seealso:
+  - name: scontrol update
+    description: Slurm's command to drain and resume nodes.
+    link: https://slurm.schedmd.com/scontrol.html
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads the nodes and reports what would change; runs no C(scontrol update).
+  diff_mode:
+    support: full
+    details: Before and after state and reason of each requested node, one line per node.
+  platform:
+    platforms: posix
+author:
+  - gpucluster.acceptance maintainers (@gpucluster)
+"""
+
+EXAMPLES = r"""
+- name: Drain the nodes that failed acceptance
+  gpucluster.acceptance.slurm_node:
+    name: "{{ acceptance_failed_nodes }}"
+    state: drained
+    reason: "acceptance {{ acceptance_run_id }}: dcgm diag r3 failed"
+  delegate_to: "{{ groups['slurm_controller'][0] }}"
+  run_once: true
+
+- name: Drain a hostlist
+  gpucluster.acceptance.slurm_node:
+    name: gpu[001-004,010]
+    state: drained
+    reason: NCCL all_reduce busbw below profile
+
+- name: Resume the nodes we drained; operator drains stay
+  gpucluster.acceptance.slurm_node:
+    name: "{{ groups['gpu_nodes'] }}"
+    state: resumed
+  register: resumed
+
+- name: Say which nodes someone else drained
+  ansible.builtin.debug:
+    msg: "{{ resumed.skipped_nodes }}"
+"""
+
+RETURN = r"""
+changed:
+  description: Whether any node was drained, given a new reason or resumed (or would be, in check mode).
+  returned: always
+  type: bool
+nodes:
+  description: One entry per requested node, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The node name.
+      type: str
+      sample: gpu003
+    action:
+      description:
+        - C(drained) (drained now, or its reason updated), C(resumed), C(unchanged) (already as
+          wanted) or C(skipped) (left alone, see RV(nodes[].message)).
+        - C(failed) when Slurm does not show the wanted state after the change; the module then
+          fails, naming the node.
+      type: str
+      sample: drained
+    before:
+      description: State and reason before the change.
+      type: dict
+      contains:
+        state:
+          description: Slurm's full state, for example C(IDLE), C(ALLOCATED+DRAIN), C(UNKNOWN+NOT_RESPONDING).
+          type: str
+        reason:
+          description: The reason without Slurm's C([user@time]) suffix, or null.
+          type: str
+    after:
+      description:
+        - State and reason after the change, as read back from Slurm. In check mode, what the
+          change would give.
+      type: dict
+      contains:
+        state:
+          description: Slurm's full state.
+          type: str
+        reason:
+          description: The reason, or null.
+          type: str
+    message:
+      description: What was done and why, or why the node was left alone.
+      type: str
+      sample: "drained: running jobs finish first (ALLOCATED -> DRAINING), no new jobs start"
+drained_nodes:
+  description: Names of the nodes drained, or whose reason was updated.
+  returned: always
+  type: list
+  elements: str
+resumed_nodes:
+  description: Names of the nodes resumed.
+  returned: always
+  type: list
+  elements: str
+unchanged_nodes:
+  description: Names of the nodes already as wanted.
+  returned: always
+  type: list
+  elements: str
+skipped_nodes:
+  description: Names of the nodes left alone (drained by someone else, FUTURE).
+  returned: always
+  type: list
+  elements: str
+reason:
+  description: The full reason set on drained nodes (with the tag); null when O(state=resumed).
+  returned: always
+  type: str
+  sample: "gpucluster: dcgm diag r3 failed"
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
+    compress_hostlist, expand_hostlist)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_node import (
+    decide, diff_text, full_reason, outcome, parse_scontrol_show_node, summary)
+
+_ACTIONS = ("drained", "resumed", "unchanged", "skipped")
+
+
+class SlurmNodes(object):
+    """Runs scontrol for the module (argv lists, no shell, each call under timeout)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.timeout = module.params["timeout"]
+        self.scontrol = self._find_scontrol(module.params["scontrol_path"])
+        self.timeout_bin = module.get_bin_path("timeout")
+        if not self.timeout_bin:
+            module.fail_json(msg="the 'timeout' command (coreutils) is not on PATH: it is needed to "
+                                 "bound scontrol calls")
+        self.env = {"SLURM_TIME_FORMAT": "standard"}
+        if module.params["slurm_conf"]:
+            self.env["SLURM_CONF"] = module.params["slurm_conf"]
+
+    def _find_scontrol(self, path):
+        if os.sep in path:
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                self.module.fail_json(msg="scontrol_path %s is not an executable file" % path)
+            return path
+        found = self.module.get_bin_path(path)
+        if not found:
+            self.module.fail_json(msg="%s not found on PATH (set scontrol_path, or install the Slurm client)" % path)
+        return found
+
+    def run(self, args):
+        argv = [self.timeout_bin, "-k", "5", str(self.timeout), self.scontrol] + list(args)
+        rc, out, err = self.module.run_command(argv, environ_update=self.env, check_rc=False)
+        if rc in (124, 137):
+            self.module.fail_json(msg="scontrol %s timed out after %d s (is slurmctld reachable, "
+                                      "is SLURM_CONF right?)" % (" ".join(args[:3]), self.timeout),
+                                  cmd=argv, rc=rc, stdout=out, stderr=err)
+        return rc, out, err
+
+    def show(self, names):
+        """Parsed `scontrol --future show node -o HOSTLIST` (FUTURE nodes included)."""
+        rc, out, err = self.run(["--future", "show", "node", "-o", compress_hostlist(names)])
+        parsed = parse_scontrol_show_node(out + "\n" + err)
+        # rc=1 also when some names are unknown ("Node x not found"): the caller names those.
+        if rc != 0 and not parsed["not_found"]:
+            self.module.fail_json(msg="scontrol show node failed (rc=%d): %s"
+                                      % (rc, (err or out).strip()[:500] or "no output"), rc=rc, stdout=out, stderr=err)
+        if rc == 0 and parsed["errors"] and not parsed["nodes"]:
+            self.module.fail_json(msg="cannot read scontrol show node output: %s" % "; ".join(parsed["errors"]),
+                                  stdout=out, stderr=err)
+        return parsed
+
+    def update(self, names, command, reason):
+        args = ["update", "NodeName=%s" % compress_hostlist(names), "State=%s" % command]
+        if reason is not None:
+            args.append("Reason=%s" % reason)
+        rc, out, err = self.run(args)
+        return rc, (err or out).strip()
+
+
+def expand_names(module, items):
+    names = []
+    for item in items:
+        try:
+            expanded = expand_hostlist(item)
+        except (TypeError, ValueError) as exc:
+            module.fail_json(msg="name: %s" % exc)
+        for name in expanded:
+            if name not in names:
+                names.append(name)
+    if not names:
+        module.fail_json(msg="name: no node names given")
+    return names
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type="list", elements="str", required=True, aliases=["nodes"]),
+            state=dict(type="str", required=True, choices=["drained", "resumed"]),
+            reason=dict(type="str"),
+            reason_tag=dict(type="str", default="gpucluster:"),
+            scontrol_path=dict(type="str", default="scontrol"),
+            slurm_conf=dict(type="path"),
+            timeout=dict(type="int", default=30),
+        ),
+        required_if=[("state", "drained", ["reason"])],
+        supports_check_mode=True,
+    )
+    params = module.params
+    want = params["state"]
+    tag = (params["reason_tag"] or "").strip()
+    if not tag:
+        module.fail_json(msg="reason_tag must not be empty: it tells our drains from everyone else's")
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    reason = None
+    if want == "drained":
+        reason = full_reason(params["reason"], tag)
+        if reason == tag:
+            module.fail_json(msg="reason must say why the nodes are drained (got only the tag %r)" % tag)
+
+    names = expand_names(module, params["name"])
+    slurm = SlurmNodes(module)
+    current = slurm.show(names)
+    missing = [name for name in names if name not in current["nodes"]]
+    if missing:
+        module.fail_json(msg="unknown node%s %s: not in Slurm's node list (scontrol --future show node); "
+                             "nothing was changed" % ("s" if len(missing) > 1 else "", compress_hostlist(missing)),
+                         unknown=missing)
+
+    plans = {}
+    for name in names:
+        plans[name] = decide(current["nodes"][name], want, reason=params["reason"], tag=tag)
+
+    failures = []
+    after = {}
+    if not module.check_mode:
+        groups = {}
+        for name in names:
+            plan = plans[name]
+            if plan["command"]:
+                groups.setdefault((plan["command"], plan["reason"]), []).append(name)
+        replies = {}
+        for (command, set_reason), members in groups.items():
+            rc, text = slurm.update(members, command, set_reason)
+            for member in members:
+                replies[member] = (rc, text)
+        touched = [name for name in names if plans[name]["command"]]
+        if touched:
+            now = slurm.show(touched)["nodes"]
+            retry = [name for name in touched
+                     if not outcome(now.get(name), want, plans[name]["reason"], tag)[0]]
+            # One node at a time for those a group update did not settle (one bad node can stop a group).
+            for name in retry:
+                rc, text = slurm.update([name], plans[name]["command"], plans[name]["reason"])
+                replies[name] = (rc, text)
+            if retry:
+                now.update(slurm.show(retry)["nodes"])
+            for name in touched:
+                ok, detail = outcome(now.get(name), want, plans[name]["reason"], tag)
+                rc, text = replies[name]
+                after[name] = summary(now.get(name))
+                if not ok:
+                    failures.append("%s: %s (scontrol rc=%d%s)" % (name, detail, rc, ": " + text if text else ""))
+                    plans[name]["action"] = "failed"
+                    plans[name]["message"] = "%s; scontrol rc=%d%s" % (detail, rc, ": " + text if text else "")
+                elif rc != 0:
+                    plans[name]["message"] += "; scontrol answered rc=%d (%s) but the node shows %s" % (
+                        rc, text or "no message", detail)
+
+    results = []
+    # Not "skipped" etc.: Ansible reads a truthy "skipped" in a result as a skipped task.
+    lists = dict(("%s_nodes" % action, []) for action in _ACTIONS)
+    for name in names:
+        plan = plans[name]
+        node_after = after.get(name) if name in after else plan["after"]
+        results.append({"name": name, "action": plan["action"], "before": summary(current["nodes"][name]),
+                        "after": node_after, "message": plan["message"]})
+        if plan["action"] in _ACTIONS:
+            lists["%s_nodes" % plan["action"]].append(name)
+    changed = any(plan["action"] in ("drained", "resumed", "failed") for plan in plans.values())
+    output = dict(changed=changed, nodes=results, reason=reason, **lists)
+    if module._diff:
+        output["diff"] = {
+            "before": diff_text(dict((r["name"], r["before"]) for r in results)),
+            "after": diff_text(dict((r["name"], r["after"]) for r in results)),
+        }
+    if failures:
+        module.fail_json(msg="could not set %d node%s %s: %s" % (
+            len(failures), "s" if len(failures) > 1 else "", want, "; ".join(failures)), **output)
+    module.exit_json(**output)
+
+
+if __name__ == "__main__":
+    main()

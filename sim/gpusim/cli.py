@@ -1,0 +1,155 @@
+# Copyright: (c) 2025, gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Entry point of the fake tools: ``gpusim <tool> ARGS`` (what sim/bin/<tool> runs).
+
+Environment: $GPUCLUSTER_SIM_SPEC (the cluster spec), $SLURMD_NODENAME or $GPUCLUSTER_SIM_NODE
+(which node this is), $GPUCLUSTER_SIM_RUN (run directory for counters; optional). Without a spec
+or a node of the spec the tool fails as the real one does on a host without the device.
+``gpusim --check-spec SPEC`` validates a spec and prints one line per node with its faults.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from . import dcgmi, dmesg, ibnetdiscover, ibstat, model, nccl_tests, nvidia_smi, perfquery, sysfs
+from .common import Result
+from .runstate import RunState
+from .spec import TOOLS, SpecError, load
+
+NCCL_TOOLS = tuple(nccl_tests.COLLECTIVE)
+
+
+def no_device(tool):
+    """What ``tool`` prints on a host without the GPU/HCA (or the simulator's environment)."""
+    pid = os.getpid()
+    if tool == "nvidia-smi":
+        return Result(nvidia_smi.NO_DRIVER, "", 9)
+    if tool == "dcgmi":
+        return Result(dcgmi.CONNECT_ERROR, "", 235)
+    if tool == "ibstat":
+        return Result("", "ibpanic: [%d] main: can't list IB device names: No such file or directory\n" % pid, 255)
+    if tool in ("perfquery", "ibnetdiscover"):
+        return Result("", "ibwarn: [%d] mad_rpc_open_port: can't open UMAD port ((null):0)\n"
+                      "%s: iberror: failed: Failed to open '(null)' port '0'\n" % (pid, tool), 255)
+    if tool == "dmesg":
+        return Result("", "", 0)
+    if tool in NCCL_TOOLS:
+        host = os.uname().nodename.split(".")[0]
+        return Result("%s: Test CUDA failure common.cu:891 'no CUDA-capable device is detected'\n"
+                      " .. %s pid %d: Test failure common.cu:%d\n" % (host, host, pid, nccl_tests.TESTCHECK_LINE),
+                      "", 2)
+    return Result("", "%s: no device\n" % tool, 1)
+
+
+def _emit(result):
+    if result.out:
+        sys.stdout.write(result.out)
+        sys.stdout.flush()
+    if result.err:
+        sys.stderr.write(result.err)
+        sys.stderr.flush()
+
+
+def hang():
+    """Sleep until a signal ends the process (SIGTERM/SIGKILL/SIGINT keep their default effect)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    while True:
+        time.sleep(3600)
+
+
+def check_spec(path):
+    try:
+        spec = load(path)
+    except SpecError as exc:
+        sys.stderr.write("gpusim: %s\n" % exc)
+        return 2
+    for name in spec.nodes:
+        faults = []
+        for f in spec.faults_for(name):
+            params = ["%s=%s" % (k, v) for k, v in sorted(f.items()) if k not in ("kind", "node") and v is not None]
+            faults.append("%s(%s)" % (f["kind"], ", ".join(params)))
+        sys.stdout.write("%s %s leaf=%s%s\n" % (name, spec.profile_name, spec.leaf_name(spec.leaf_index(name)),
+                                                (" " + " ".join(faults)) if faults else ""))
+    for f in spec.faults_for(kind="degraded_uplink"):
+        sys.stdout.write("fabric degraded_uplink(leaf=%s, factor=%s)\n" % (f["leaf"], f["factor"]))
+    return 0
+
+
+def run_tool(tool, args, env=None):
+    """Compute the Result of ``tool ARGS`` in ``env`` (no sleeping, no printing)."""
+    env = os.environ if env is None else env
+    node_name = env.get("SLURMD_NODENAME") or env.get("GPUCLUSTER_SIM_NODE")
+    spec_path = env.get("GPUCLUSTER_SIM_SPEC")
+    run_dir = env.get("GPUCLUSTER_SIM_RUN") or None
+    if not node_name or not spec_path:
+        return no_device(tool), None
+    fallback = os.path.join(run_dir, "spec.json") if run_dir else None
+    try:
+        spec = load(spec_path, fallback_json=fallback)
+    except SpecError as exc:
+        return Result("", "%s: simulated cluster spec error: %s\n" % (tool, exc), 2), None
+    if not spec.has_node(node_name):
+        return no_device(tool), None
+    node = model.node_state(spec, node_name)
+    state = RunState(run_dir, node_name)
+    node.now = time.time()
+    node.boot = model.boot_epoch(spec, node_name, state)
+
+    def other(name):
+        st = model.node_state(spec, name)
+        st.now, st.boot = node.now, model.boot_epoch(spec, name, RunState(run_dir, name))
+        return st
+
+    if tool in node.hang:
+        return Result(code=None), spec  # hang fault: block until killed
+    if tool == "nvidia-smi":
+        result = nvidia_smi.run(node, args)
+        result.time_key = result.time_key or "nvidia_smi"
+    elif tool == "dcgmi":
+        result = dcgmi.run(node, args)
+    elif tool == "ibstat":
+        result = ibstat.run(node, args)
+        sysfs.write_tree(node, run_dir)
+    elif tool == "perfquery":
+        result = perfquery.run(node, args, run_dir, other)
+        sysfs.write_tree(node, run_dir)
+    elif tool == "ibnetdiscover":
+        result = ibnetdiscover.run(node, args, other)
+    elif tool == "dmesg":
+        result = dmesg.run(node, args)
+    elif tool in NCCL_TOOLS:
+        result = nccl_tests.run(node, tool, args, other, env)
+    else:
+        result = Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
+    return result, spec
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        sys.stderr.write("usage: gpusim TOOL [ARGS...] | gpusim --check-spec SPEC  (tools: %s)\n" % ", ".join(TOOLS))
+        return 2
+    if argv[0] == "--check-spec":
+        if len(argv) != 2:
+            sys.stderr.write("usage: gpusim --check-spec SPEC\n")
+            return 2
+        return check_spec(argv[1])
+    tool, args = argv[0], argv[1:]
+    try:
+        result, spec = run_tool(tool, args)
+        if spec is not None and result.time_key:
+            delay = spec.tool_times.get(result.time_key, 0.0)
+            if delay > 0:
+                time.sleep(delay)
+        if result.code is None:  # hang fault, or an MPI peer failed: block until killed, as the real one
+            _emit(result)
+            hang()
+        _emit(result)
+        return result.code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 141

@@ -1,0 +1,17 @@
+# Copyright: (c) 2025, gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a fake tool run produces: stdout, stderr, exit status and which tool_times key to wait."""
+from __future__ import annotations
+
+
+class Result:
+    """Output of one fake tool run; ``time_key`` names the spec's tool_times entry to sleep first."""
+
+    def __init__(self, out="", err="", code=0, time_key=None):
+        self.out = out
+        self.err = err
+        self.code = code
+        self.time_key = time_key
+
+    def __repr__(self):
+        return "Result(code=%r, out=%r..., err=%r)" % (self.code, self.out[:60], self.err[:60])

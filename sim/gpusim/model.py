@@ -1,0 +1,246 @@
+# Copyright: (c) 2025, gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Per-node hardware state of the simulated cluster after faults.
+
+``node_state(spec, node)`` is deterministic: every value comes from the profile's facts, the
+spec's faults and a random generator seeded with (spec seed, node name, purpose), so two calls
+(in two processes) agree. Faults name GPUs by their *slot* (0..gpus-1 on a healthy node); the
+tools number the GPUs they can see from 0, so after ``gpu_missing`` the later GPUs shift down, as
+on a real node. Counters that rise between calls live in runstate, not here.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from . import hardware
+
+_MHZ_THROTTLED = {"thermal": 0.62, "power": 0.74}
+
+
+def rng(spec, node, purpose):
+    """A random generator private to (seed, node, purpose)."""
+    return random.Random("%s|%s|%s" % (spec.seed, node, purpose))
+
+
+def _uuid(r):
+    h = "%032x" % r.getrandbits(128)
+    return "GPU-%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
+class Gpu:
+    """One GPU slot of a node (``present`` False after gpu_missing)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    @property
+    def short_bus(self):
+        """'0000:18:00' as NVRM Xid lines and nccl-tests print it."""
+        return "%s:%s:00" % (self.domain[-4:], self.bus.lower())
+
+
+class Nic:
+    """One ConnectX HCA of a node (port 1)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class NodeState:
+    """Everything the fake tools print about one node."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    @property
+    def visible_gpus(self):
+        return [g for g in self.gpus if g.present]
+
+    def gpu_by_slot(self, slot):
+        return self.gpus[slot]
+
+    def link(self, a, b):
+        """topo -m cell between GPU slots a and b."""
+        if a == b:
+            return " X "
+        return self.nvlink.get((min(a, b), max(a, b)), "NV%d" % self.hw["nvlink"])
+
+
+def nic_guid(node_index, nic):
+    """Node/port GUID of an HCA: a fixed ConnectX OUI prefix and a unique 24-bit tail."""
+    tail = ((node_index * 64 + nic + 1) * 2654435761) & 0xFFFFFF
+    return 0x946DAE0300000000 | tail
+
+
+def switch_guid(index):
+    tail = ((index + 1) * 40503 * 65537) & 0xFFFFFF
+    return 0xFC6A1C0300000000 | tail
+
+
+def cpu_affinity(hw, numa):
+    """CPU list of NUMA node ``numa`` ('0-55,112-167' on a 2-socket, 224-thread HGX host)."""
+    threads, nodes = hw["cpu_threads"], hw["numa_nodes"]
+    cores = threads // (2 if hw["smt"] else 1)
+    per = cores // nodes
+    first = numa * per
+    text = "%d-%d" % (first, first + per - 1)
+    if hw["smt"]:
+        text += ",%d-%d" % (cores + first, cores + first + per - 1)
+    return text
+
+
+def boot_epoch(spec, node, state=None):
+    """When the node booted: three days (plus a per-node offset) before the run started."""
+    offset = rng(spec, node, "boot").randint(0, 3600)
+    start = int(time.time()) - 3 * 86400 - offset
+    if state is not None:
+        return int(state.remember("boot_epoch", start))
+    return start
+
+
+def node_state(spec, node):  # noqa: C901  (one pass over the faults)
+    """The NodeState of ``node`` (a name from spec.nodes)."""
+    hw = spec.hw
+    faults = spec.faults_for(node)
+    node_index = spec.node_index(node)
+    by_kind = {}
+    for f in faults:
+        by_kind.setdefault(f["kind"], []).append(f)
+
+    driver = by_kind["driver_mismatch"][-1]["version"] if "driver_mismatch" in by_kind else hw["driver"]
+    cuda = hardware.cuda_for_driver(driver, hw["cuda"])
+
+    missing = {f["gpu"] for f in by_kind.get("gpu_missing", [])}
+    throttle = {f["gpu"]: f["reason"] for f in by_kind.get("throttle", [])}
+    ecc = {}
+    for f in by_kind.get("ecc_uncorrectable", []):
+        ecc[f["gpu"]] = ecc.get(f["gpu"], 0) + f["count"]
+    pending = {f["gpu"] for f in by_kind.get("row_remap_pending", [])}
+    dcgm_fail = {}
+    for f in by_kind.get("dcgm_fail", []):
+        dcgm_fail.setdefault(f["gpu"], set()).add(f["test"])
+    xids = [(f["gpu"], f["xid"], f["count"]) for f in by_kind.get("xid", [])]
+
+    gpus = []
+    visible = 0
+    r_serial = rng(spec, node, "serial")
+    serial_base = 1650000000000 + r_serial.randint(0, 9999999) * 1000
+    domains = hw.get("gpu_domains") or ("0000",) * hw["gpus"]
+    for slot in range(hw["gpus"]):
+        r = rng(spec, node, "gpu%d" % slot)
+        bus = hw["gpu_bus_ids"][slot]
+        domain = "0000%s" % domains[slot]
+        present = slot not in missing
+        temp = r.randint(27, 35)
+        mem_temp = temp + r.randint(3, 8)
+        lo, hi = hw["idle_power_w"]
+        power = round(r.uniform(lo, hi), 2)
+        mem_power = round(r.uniform(55, 75), 2)
+        sm = hw["idle_sm_mhz"]
+        reasons = hardware.REASON_IDLE
+        pstate = "P0"
+        util = 0
+        tlimit = 57 - (temp - 30)
+        reason = throttle.get(slot)
+        if reason == "thermal":
+            temp = r.randint(87, 91)
+            mem_temp = temp + r.randint(4, 7)
+            tlimit = -r.randint(3, 5)
+            power = round(r.uniform(0.55, 0.7) * hw["power_limit_w"], 2)
+            sm = int(hw["max_sm_mhz"] * _MHZ_THROTTLED["thermal"]) // 15 * 15
+            reasons = hardware.REASON_HW_SLOWDOWN | hardware.REASON_HW_THERMAL | hardware.REASON_SW_THERMAL
+            util = 100
+        elif reason == "power":
+            # The board's external power brake asserted (a PSU or power-shelf fault): clocks are
+            # forced down while the draw stays far below the limit. Running at the software power
+            # cap alone is normal under load and not a fault.
+            temp = r.randint(52, 60)
+            mem_temp = temp + r.randint(3, 6)
+            tlimit = 57 - (temp - 30)
+            power = round(r.uniform(0.35, 0.5) * hw["power_limit_w"], 2)
+            sm = int(hw["max_sm_mhz"] * _MHZ_THROTTLED["power"]) // 15 * 15
+            reasons = hardware.REASON_HW_SLOWDOWN | hardware.REASON_HW_POWER_BRAKE
+            util = 100
+        unc = ecc.get(slot, 0)
+        gpus.append(Gpu(
+            slot=slot, index=visible if present else None, present=present,
+            bus=bus, domain=domain, bus_id="%s:%s:00.0" % (domain, bus),
+            uuid=_uuid(r), serial=str(serial_base + slot * 37 + r.randint(0, 30)),
+            module_id=[2, 4, 3, 1, 7, 5, 8, 6][slot] if hw["gpus"] == 8 else slot + 1,
+            numa=hw["gpu_numa"][slot], temp=temp, mem_temp=mem_temp, tlimit=tlimit,
+            power=power, mem_power=mem_power, sm_mhz=sm, mem_mhz=hw["max_mem_mhz"],
+            video_mhz=hw["idle_video_mhz"] if not reason else hw["max_video_mhz"],
+            reasons=reasons, throttle=reason, pstate=pstate, util=util,
+            ecc_dram_unc=unc, remap_unc=unc, remap_corr=0,
+            remap_pending=slot in pending, remap_failure=False,
+            replays=r.choice((0, 0, 0, 3, 7)), tx_kbs=r.randint(400, 900), rx_kbs=r.randint(400, 4000),
+            voltage="%.3f" % (r.choice((670, 675, 680, 685, 690)),),
+            bbx_ts="%02d:%02d:%02d.%03d" % (r.randint(0, 23), r.randint(0, 59), r.randint(0, 59), r.randint(0, 999)),
+            bbx_us=r.randint(80000, 130000),
+            dcgm_fail=sorted(dcgm_fail.get(slot, ())),
+        ))
+        if present:
+            visible += 1
+
+    nvlink = {}
+    for f in by_kind.get("nvlink_down", []):
+        a, b = sorted(f["gpus"])
+        nvlink[(a, b)] = f["link"]
+
+    nominal = spec.nic_gbps()
+    down = {f["nic"]: f["physical_state"] for f in by_kind.get("nic_down", [])}
+    degraded = {f["nic"]: f["rate"] for f in by_kind.get("nic_degraded", [])}
+    fw_all, fw_nic = None, {}
+    for f in by_kind.get("firmware_mismatch", []):
+        if f.get("nic"):
+            fw_nic[f["nic"]] = f["version"]
+        else:
+            fw_all = f["version"]
+    rising = {}
+    for f in by_kind.get("ib_counters_rising", []):
+        rising.setdefault(f["nic"], []).append((spec_counter(f["counter"]), f["per_call"]))
+    nic_domains = hw.get("nic_domains") or ("0000",) * hw["nics"]
+    n_switches = spec.fabric["spines"] + spec.fabric["leaves"] * min(spec.fabric["rails"], hw["nics"])
+    nics = []
+    for i in range(hw["nics"]):
+        name = "mlx5_%d" % i
+        guid = nic_guid(node_index, i)
+        state, phys, rate = "Active", "LinkUp", nominal
+        if name in degraded:
+            rate = degraded[name]
+        if name in down:
+            state, phys, rate = "Down", down[name], 10
+        nics.append(Nic(
+            index=i, name=name, guid=guid, state=state, phys=phys, rate=rate, nominal=nominal,
+            fw=fw_nic.get(name, fw_all or hw["nic_fw"]),
+            lid=n_switches + 1 + node_index * hw["nics"] + i, sm_lid=1,
+            pci="%s:%s:00.0" % (nic_domains[i], hw["nic_bus_ids"][i].lower()),
+            numa=hw["gpu_numa"][i] if i < len(hw["gpu_numa"]) else 0,
+            rail=i % spec.fabric["rails"], rising=rising.get(name, []),
+        ))
+
+    slow = 1.0
+    for f in by_kind.get("slow_node", []):
+        slow *= f["factor"]
+    return NodeState(
+        name=node, index=node_index, hw=hw, spec=spec, driver=driver, cuda=cuda, vbios=hw["vbios"],
+        gpus=gpus, nics=nics, nvlink=nvlink, xids=xids, slow_factor=slow,
+        wrong_results=by_kind.get("wrong_results", []), no_mpi=bool(by_kind.get("no_mpi")),
+        hang={f["tool"] for f in by_kind.get("hang", [])},
+        leaf=spec.leaf_index(node),
+    )
+
+
+def spec_counter(counter):
+    from .spec import IB_COUNTERS  # pylint: disable=import-outside-toplevel
+    return IB_COUNTERS[counter]
+
+
+def uplink_factor(spec, leaf_index):
+    """Product of the degraded_uplink factors of leaf ``leaf_index`` (1.0 when healthy)."""
+    factor = 1.0
+    for f in spec.faults_for(kind="degraded_uplink"):
+        if f["leaf_index"] == leaf_index:
+            factor *= f["factor"]
+    return factor

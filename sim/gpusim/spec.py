@@ -1,0 +1,435 @@
+# Copyright: (c) 2025, gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Load and validate a simulated-cluster spec and its faults (the keys sim/clusterctl reads too).
+
+``load(path)`` returns a ``Spec`` or raises ``SpecError`` whose message names the file and the
+key ("demo.yml: faults[2].gpu: 9 is not a GPU of hgx_h100_sxm (0..7)"). YAML needs PyYAML; a
+``.json`` spec (such as the ``spec.json`` clusterctl writes into the run directory) needs nothing.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+from . import hardware
+
+TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
+            "faults", "health_check", "topology")
+NODES_KEYS = ("prefix", "count", "width", "start")
+FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
+DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
+
+# Tool names a wrapper in sim/bin may run (hang faults name one of these).
+TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
+         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")
+# tool_times keys: seconds each fake sleeps before printing.
+TOOL_TIME_KEYS = ("nvidia_smi", "dcgmi", "dcgmi_diag_r1", "dcgmi_diag_r2", "dcgmi_diag_r3", "dcgmi_diag_r4",
+                  "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf", "all_gather_perf",
+                  "reduce_scatter_perf", "alltoall_perf")
+
+# DCGM diagnostic tests a dcgm_fail fault may name: canonical display name -> lowest run level.
+DCGM_TESTS = {
+    "PCIe": 2, "GPU Memory": 2, "Diagnostic": 3, "SM Stress": 3, "Targeted Stress": 3,
+    "Targeted Power": 3, "Memory Bandwidth": 3, "Memtest": 4, "Pulse Test": 4,
+}
+_DCGM_ALIASES = {
+    "memory": "GPU Memory", "gpu_memory": "GPU Memory", "gpu memory": "GPU Memory", "pcie": "PCIe",
+    "diagnostic": "Diagnostic", "sm_stress": "SM Stress", "sm stress": "SM Stress",
+    "targeted_stress": "Targeted Stress", "targeted stress": "Targeted Stress",
+    "targeted_power": "Targeted Power", "targeted power": "Targeted Power",
+    "memory_bandwidth": "Memory Bandwidth", "memory bandwidth": "Memory Bandwidth",
+    "memtest": "Memtest", "pulse_test": "Pulse Test", "pulse test": "Pulse Test",
+}
+
+# ib_counters_rising counter -> perfquery -x field.
+IB_COUNTERS = {
+    "symbol_error": "SymbolErrorCounter",
+    "link_error_recovery": "LinkErrorRecoveryCounter",
+    "link_downed": "LinkDownedCounter",
+    "port_rcv_errors": "PortRcvErrors",
+    "port_rcv_remote_physical_errors": "PortRcvRemotePhysicalErrors",
+    "port_xmit_discards": "PortXmitDiscards",
+    "local_link_integrity_errors": "LocalLinkIntegrityErrors",
+    "excessive_buffer_overrun_errors": "ExcessiveBufferOverrunErrors",
+    "port_xmit_wait": "PortXmitWait",
+}
+
+_TOPO_LINKS = ("SYS", "NODE", "PHB", "PXB", "PIX")
+
+# kind -> (required keys, {optional key: default}); "node" is required unless noted in the check.
+FAULTS = {
+    "nvlink_down": (("node", "gpus"), {"link": "SYS"}),
+    "nic_down": (("node", "nic"), {"port": 1, "physical_state": "Polling"}),
+    "nic_degraded": (("node", "nic", "rate"), {"port": 1}),
+    "gpu_missing": (("node", "gpu"), {}),
+    "ecc_uncorrectable": (("node", "gpu"), {"count": 1}),
+    "row_remap_pending": (("node", "gpu"), {}),
+    "xid": (("node", "gpu", "xid"), {"count": 1}),
+    "throttle": (("node", "gpu", "reason"), {}),
+    "dcgm_fail": (("node", "gpu", "test"), {}),
+    "slow_node": (("node", "factor"), {}),
+    "degraded_uplink": (("factor",), {"leaf": None, "node": None}),
+    "ib_counters_rising": (("node", "nic", "counter"), {"per_call": 1, "port": 1}),
+    "driver_mismatch": (("node", "version"), {}),
+    "firmware_mismatch": (("node", "version"), {"nic": None}),
+    "wrong_results": (("node",), {"count": None}),
+    "no_mpi": (("node",), {}),
+    "hang": (("node", "tool"), {}),
+}
+
+
+class SpecError(ValueError):
+    """The spec is unusable; the message is one line naming the file and the key."""
+
+
+def _show(value):
+    text = repr(value) if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Spec:
+    """A validated spec: node names, the profile's facts, fabric, timings and normalized faults."""
+
+    def __init__(self, data, path=None):
+        self.data = data
+        self.path = path
+        self.name = data["name"]
+        self.profile_name = data["profile"]
+        self.hw = hardware.profile(self.profile_name)
+        self.nodes = list(data["node_names"])
+        self._index = {n: i for i, n in enumerate(self.nodes)}
+        self.cpus_per_node = data["cpus_per_node"]
+        self.fabric = data["fabric"]
+        self.tool_times = data["tool_times"]
+        self.seed = data["seed"]
+        self.unreachable = data["unreachable"]
+        self.faults = data["faults"]
+
+    # -- nodes and leaves (same layout as sim/simcluster.py: nodes fill leaves in order) --------
+    def node_index(self, node):
+        return self._index[node]
+
+    def has_node(self, node):
+        return node in self._index
+
+    def nodes_per_leaf(self):
+        return -(-len(self.nodes) // self.fabric["leaves"])
+
+    def leaf_index(self, node):
+        """0-based leaf of ``node``."""
+        return self._index[node] // self.nodes_per_leaf()
+
+    def leaf_name(self, index):
+        """Name of leaf ``index`` (0-based): leaf01, leaf02, ..."""
+        return "leaf%0*d" % (max(2, len(str(self.fabric["leaves"]))), index + 1)
+
+    def spine_name(self, index):
+        return "spine%0*d" % (max(2, len(str(self.fabric["spines"]))), index + 1)
+
+    def nic_gbps(self):
+        return self.fabric.get("nic_gbps") or self.hw["nic_gbps"]
+
+    def faults_for(self, node=None, kind=None):
+        return [f for f in self.faults
+                if (node is None or f.get("node") == node) and (kind is None or f["kind"] == kind)]
+
+
+def node_names(nodes):
+    return ["%s%0*d" % (nodes["prefix"], nodes["width"], nodes["start"] + i) for i in range(nodes["count"])]
+
+
+def read_spec_file(path):
+    """Parse the file at ``path`` (YAML or JSON) into plain data; SpecError when unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise SpecError("%s: cannot read the spec: %s" % (path, exc.strerror or exc)) from None
+    if str(path).endswith(".json"):
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise SpecError("%s: not valid JSON: %s" % (path, exc)) from None
+    try:
+        import yaml  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        raise SpecError("%s: PyYAML is missing in %s: run the fake tools with the project venv "
+                        "(GPUCLUSTER_SIM_PYTHON=.venv/bin/python) or give a .json spec" % (path, _python())) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = " (line %d column %d)" % (mark.line + 1, mark.column + 1) if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError("%s: not valid YAML%s: %s" % (path, where, problem)) from None
+
+
+def _python():
+    import sys  # pylint: disable=import-outside-toplevel
+    return sys.executable or "python"
+
+
+def load(path, fallback_json=None):
+    """Load and validate the spec at ``path``; when PyYAML is missing, ``fallback_json`` (a
+    spec.json written by clusterctl) is used instead if it exists."""
+    try:
+        data = read_spec_file(path)
+    except SpecError as exc:
+        if "PyYAML is missing" in str(exc) and fallback_json and os.path.exists(fallback_json):
+            return validate(read_spec_file(fallback_json), fallback_json)
+        raise
+    return validate(data, path)
+
+
+def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
+    """Validate spec data; return a Spec with defaults filled in, or raise SpecError."""
+    where = os.path.basename(str(path)) if path else "spec"
+
+    def fail(key, message):
+        raise SpecError("%s: %s: %s" % (where, key, message))
+
+    def integer(value, key, low, high=None):
+        if not _is_int(value) or value < low or (high is not None and value > high):
+            bound = ">= %d" % low if high is None else "from %d to %d" % (low, high)
+            fail(key, "must be an integer %s, got %s" % (bound, _show(value)))
+        return value
+
+    if not isinstance(data, dict):
+        raise SpecError("%s: the spec must be a mapping, got %s" % (where, _show(data)))
+    for key in data:
+        if key not in TOP_KEYS:
+            fail(key, "unknown key (known: %s)" % ", ".join(TOP_KEYS))
+    for key in ("name", "profile", "nodes"):
+        if key not in data:
+            fail(key, "missing (required: name, profile, nodes)")
+    out = {"name": data["name"]}
+    if not isinstance(data["name"], str) or not data["name"]:
+        fail("name", "must be a non-empty string, got %s" % _show(data["name"]))
+    profile = data["profile"]
+    if profile not in hardware.PROFILES:
+        fail("profile", "%s is not a known profile (known: %s)" % (_show(profile), ", ".join(hardware.PROFILES)))
+    out["profile"] = profile
+    hw = hardware.PROFILES[profile]
+
+    nodes = data["nodes"]
+    if not isinstance(nodes, dict):
+        fail("nodes", "must be a mapping {prefix, count, width, start}, got %s" % _show(nodes))
+    for key in nodes:
+        if key not in NODES_KEYS:
+            fail("nodes.%s" % key, "unknown key (known: %s)" % ", ".join(NODES_KEYS))
+    for key in ("prefix", "count"):
+        if key not in nodes:
+            fail("nodes.%s" % key, "missing")
+    if not isinstance(nodes["prefix"], str) or not re.match(r"^[A-Za-z][A-Za-z0-9-]*$", nodes["prefix"]) \
+            or nodes["prefix"][-1].isdigit():
+        fail("nodes.prefix", "must start with a letter, hold letters, digits or '-', and not end in a digit, "
+             "got %s" % _show(nodes["prefix"]))
+    count = integer(nodes["count"], "nodes.count", 1, 4096)
+    start = integer(nodes.get("start", 1), "nodes.start", 0)
+    width = integer(nodes.get("width", 3), "nodes.width", 1, 8)
+    if width < len(str(start + count - 1)):
+        fail("nodes.width", "%d is too narrow for node number %d" % (width, start + count - 1))
+    out["nodes"] = {"prefix": nodes["prefix"], "count": count, "width": width, "start": start}
+    names = node_names(out["nodes"])
+    out["node_names"] = names
+    known = set(names)
+    span = "%s..%s" % (names[0], names[-1])
+
+    out["cpus_per_node"] = integer(data.get("cpus_per_node", 2), "cpus_per_node", 1, 4096)
+
+    fabric = dict(DEFAULT_FABRIC)
+    given = data.get("fabric") or {}
+    if not isinstance(given, dict):
+        fail("fabric", "must be a mapping with keys %s, got %s" % (", ".join(FABRIC_KEYS), _show(given)))
+    for key in given:
+        if key not in FABRIC_KEYS:
+            fail("fabric.%s" % key, "unknown key (known: %s)" % ", ".join(FABRIC_KEYS))
+    fabric.update(given)
+    for key in ("leaves", "spines", "rails"):
+        integer(fabric[key], "fabric.%s" % key, 1, 1024)
+    if fabric["leaves"] > count:
+        fail("fabric.leaves", "%d leaves for %d nodes: at most one leaf per node" % (fabric["leaves"], count))
+    if not _is_number(fabric["oversubscription"]) or fabric["oversubscription"] <= 0:
+        fail("fabric.oversubscription", "must be a number > 0 (1.0 = non-blocking), got %s"
+             % _show(fabric["oversubscription"]))
+    fabric["oversubscription"] = float(fabric["oversubscription"])
+    if fabric["nic_gbps"] is not None and fabric["nic_gbps"] not in hardware.VALID_IB_RATES:
+        fail("fabric.nic_gbps", "must be an Infiniband rate (%s), got %s"
+             % (", ".join(map(str, hardware.VALID_IB_RATES)), _show(fabric["nic_gbps"])))
+    out["fabric"] = fabric
+
+    times = data.get("tool_times") or {}
+    if not isinstance(times, dict):
+        fail("tool_times", "must be a mapping of tool name to seconds, got %s" % _show(times))
+    for tool, seconds in times.items():
+        if tool not in TOOL_TIME_KEYS:
+            fail("tool_times.%s" % tool, "unknown tool (known: %s)" % ", ".join(TOOL_TIME_KEYS))
+        if not _is_number(seconds) or seconds < 0 or seconds > 3600:
+            fail("tool_times.%s" % tool, "must be a number of seconds from 0 to 3600, got %s" % _show(seconds))
+    out["tool_times"] = {tool: float(seconds) for tool, seconds in times.items()}
+
+    seed = data.get("seed", 0)
+    if not _is_int(seed):
+        fail("seed", "must be an integer, got %s" % _show(seed))
+    out["seed"] = seed
+
+    unreachable = data.get("unreachable") or []
+    if not isinstance(unreachable, list):
+        fail("unreachable", "must be a list of node names, got %s" % _show(unreachable))
+    for i, node in enumerate(unreachable):
+        if node not in known:
+            fail("unreachable[%d]" % i, "%s is not a node of this cluster (%s)" % (_show(node), span))
+    out["unreachable"] = list(unreachable)
+
+    faults = data.get("faults") or []
+    if not isinstance(faults, list):
+        fail("faults", "must be a list of {kind, node, ...}, got %s" % _show(faults))
+    leaf_count = fabric["leaves"]
+    per_leaf = -(-count // leaf_count)
+    leaf_width = max(2, len(str(leaf_count)))
+    out["faults"] = [_fault(i, f, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail)
+                     for i, f in enumerate(faults)]
+    out["health_check"] = data.get("health_check")
+    out["topology"] = data.get("topology", True)
+    return Spec(out, path)
+
+
+def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail):  # noqa: C901
+    key = "faults[%d]" % i
+    if not isinstance(fault, dict):
+        fail(key, "must be a mapping {kind, node, ...}, got %s" % _show(fault))
+    kind = fault.get("kind", fault.get("type"))
+    if kind is None:
+        fail(key + ".kind", "missing (kinds: %s)" % ", ".join(FAULTS))
+    if kind not in FAULTS:
+        fail(key + ".kind", "%s is not a fault kind (kinds: %s)" % (_show(kind), ", ".join(FAULTS)))
+    required, optional = FAULTS[kind]
+    allowed = set(required) | set(optional) | {"kind", "type"}
+    for k in fault:
+        if k not in allowed:
+            fail("%s.%s" % (key, k), "unknown key for %s (keys: %s)" % (kind, ", ".join(list(required) + list(optional))))
+    for k in required:
+        if k not in fault:
+            fail("%s.%s" % (key, k), "missing (%s needs %s)" % (kind, ", ".join(required)))
+    out = dict(optional)
+    out.update({k: v for k, v in fault.items() if k not in ("type",)})
+    out["kind"] = kind
+    where = "%s (%s)" % (key, kind)
+
+    if out.get("node") is not None and out["node"] not in known:
+        fail(key + ".node", "%s is not a node of this cluster (%s)" % (_show(out["node"]), span))
+    ngpus, nnics = hw["gpus"], hw["nics"]
+
+    def gpu_index(value, sub):
+        if not _is_int(value) or not 0 <= value < ngpus:
+            fail("%s.%s" % (key, sub), "%s is not a GPU of this profile (0..%d)" % (_show(value), ngpus - 1))
+        return value
+
+    def nic_name(value, sub):
+        m = re.match(r"^mlx5_(\d+)$", str(value)) if isinstance(value, str) else None
+        if not m or int(m.group(1)) >= nnics:
+            fail("%s.%s" % (key, sub), "%s is not a NIC of this profile (mlx5_0..mlx5_%d)" % (_show(value), nnics - 1))
+        return value
+
+    def positive(value, sub, integer=False, high=None):
+        ok = _is_int(value) if integer else _is_number(value)
+        if not ok or value <= 0 or (high is not None and value > high):
+            fail("%s.%s" % (key, sub), "must be a %s > 0%s, got %s" % (
+                "whole number" if integer else "number", "" if high is None else " and <= %s" % high, _show(value)))
+        return value
+
+    if kind == "nvlink_down":
+        gpus = out["gpus"]
+        if not isinstance(gpus, list) or len(gpus) != 2 or gpus[0] == gpus[1]:
+            fail(key + ".gpus", "must be two different GPU indices [a, b], got %s" % _show(gpus))
+        out["gpus"] = [gpu_index(g, "gpus") for g in gpus]
+        link = str(out["link"])
+        m = re.match(r"^NV(\d+)$", link)
+        if link not in _TOPO_LINKS and not (m and 0 < int(m.group(1)) < hw["nvlink"]):
+            fail(key + ".link", "must be NV1..NV%d (fewer links than the healthy NV%d) or one of %s, got %s"
+                 % (hw["nvlink"] - 1, hw["nvlink"], "/".join(_TOPO_LINKS), _show(out["link"])))
+        out["link"] = link
+    elif kind in ("nic_down", "nic_degraded", "ib_counters_rising"):
+        nic_name(out["nic"], "nic")
+        if out["port"] != 1:
+            fail(key + ".port", "the simulated HCAs have one port: 1, got %s" % _show(out["port"]))
+        if kind == "nic_down" and out["physical_state"] not in ("Polling", "Disabled"):
+            fail(key + ".physical_state", "must be Polling or Disabled, got %s" % _show(out["physical_state"]))
+        if kind == "nic_degraded":
+            rate = out["rate"]
+            nominal = hw["nic_gbps"]
+            if rate not in hardware.VALID_IB_RATES or rate >= nominal:
+                fail(key + ".rate", "must be an Infiniband rate below the healthy %d (%s), got %s" % (
+                    nominal, ", ".join(str(r) for r in hardware.VALID_IB_RATES if r < nominal), _show(rate)))
+        if kind == "ib_counters_rising":
+            if out["counter"] not in IB_COUNTERS:
+                fail(key + ".counter", "%s is not a counter (counters: %s)" % (_show(out["counter"]), ", ".join(IB_COUNTERS)))
+            positive(out["per_call"], "per_call", integer=True)
+    elif kind in ("gpu_missing", "ecc_uncorrectable", "row_remap_pending", "xid", "throttle", "dcgm_fail"):
+        gpu_index(out["gpu"], "gpu")
+        if kind == "ecc_uncorrectable":
+            positive(out["count"], "count", integer=True)
+        if kind == "xid":
+            positive(out["xid"], "xid", integer=True, high=999)
+            positive(out["count"], "count", integer=True, high=1000)
+        if kind == "throttle" and out["reason"] not in ("thermal", "power"):
+            fail(key + ".reason", "must be thermal or power, got %s" % _show(out["reason"]))
+        if kind == "dcgm_fail":
+            test = out["test"]
+            canon = test if test in DCGM_TESTS else _DCGM_ALIASES.get(str(test).lower())
+            if canon is None:
+                fail(key + ".test", "%s is not a DCGM diagnostic test (tests: %s)" % (_show(test), ", ".join(DCGM_TESTS)))
+            out["test"] = canon
+    elif kind == "slow_node":
+        positive(out["factor"], "factor", high=1)
+        out["factor"] = float(out["factor"])
+    elif kind == "degraded_uplink":
+        positive(out["factor"], "factor", high=1)
+        out["factor"] = float(out["factor"])
+        leaf, node = out.get("leaf"), out.get("node")
+        if leaf is None and node is None:
+            fail(where, "needs leaf (leaf01.. or its 1-based number) or node (that node's leaf is meant)")
+        if leaf is None:
+            index = names.index(node) // per_leaf
+        elif _is_int(leaf):
+            if not 1 <= leaf <= leaf_count:
+                fail(key + ".leaf", "leaf numbers are 1-based like their names (leaf01 is 1): 1..%d, got %s"
+                     % (leaf_count, _show(leaf)))
+            index = leaf - 1
+        else:
+            m = re.match(r"^leaf0*(\d+)$", str(leaf))
+            if not m or not 1 <= int(m.group(1)) <= leaf_count:
+                fail(key + ".leaf", "%s is not a leaf of this fabric (leaf%0*d..leaf%0*d)"
+                     % (_show(leaf), leaf_width, 1, leaf_width, leaf_count))
+            index = int(m.group(1)) - 1
+        if node is not None and names.index(node) // per_leaf != index:
+            fail(key + ".leaf", "%s is not the leaf of node %s (leaf%0*d)" % (
+                _show(leaf), node, leaf_width, names.index(node) // per_leaf + 1))
+        out["leaf_index"] = index
+        out["leaf"] = "leaf%0*d" % (leaf_width, index + 1)
+    elif kind in ("driver_mismatch", "firmware_mismatch"):
+        version = out["version"]
+        if isinstance(version, bool) or not isinstance(version, (str, int, float)) or not str(version).strip():
+            fail(key + ".version", "must be a version string such as '550.54.15', got %s" % _show(version))
+        out["version"] = str(version).strip()
+        if kind == "firmware_mismatch" and out.get("nic") is not None:
+            nic_name(out["nic"], "nic")
+    elif kind == "wrong_results":
+        if out["count"] is not None:
+            positive(out["count"], "count", integer=True)
+    elif kind == "hang":
+        tool = str(out["tool"]).replace("_", "-") if out["tool"] in ("nvidia_smi",) else out["tool"]
+        if tool not in TOOLS:
+            fail(key + ".tool", "%s is not a simulated tool (tools: %s)" % (_show(out["tool"]), ", ".join(TOOLS)))
+        out["tool"] = tool
+    return out

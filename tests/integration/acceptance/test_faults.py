@@ -1,0 +1,118 @@
+"""Each injected fault is named in JUnit and results.json by node and stage, and nothing else fails.
+
+Two 16-node simulated clusters on real Slurm, each with one fault per node, each judged by one real
+ansible-playbook run of acceptance.yml: per-fault tests then read that run's results.
+"""
+import pytest
+
+from harness import SimRun, spec
+
+pytestmark = pytest.mark.integration
+
+# node -> (fault or None, {stage: component substring or None}) — what the per-node stages must find.
+RUN_A = {
+    "gpu002": ({"kind": "nvlink_down", "gpus": [2, 5]}, {"topology": "GPU2", "nccl_single_node": None}),
+    "gpu003": ({"kind": "nic_down", "nic": "mlx5_3"}, {"infiniband": "mlx5_3"}),
+    "gpu004": ({"kind": "nic_degraded", "nic": "mlx5_1", "rate": 200}, {"infiniband": "mlx5_1"}),
+    "gpu005": ({"kind": "gpu_missing", "gpu": 6},
+               {"topology": None, "gpu_health": None, "nccl_single_node": None}),
+    "gpu006": ({"kind": "ecc_uncorrectable", "gpu": 1, "count": 2}, {"gpu_health": "GPU1", "dcgm": None}),
+    "gpu007": ({"kind": "row_remap_pending", "gpu": 4}, {"gpu_health": "GPU4", "dcgm": None}),
+    "gpu008": ({"kind": "xid", "gpu": 3, "xid": 79}, {"gpu_health": "GPU3"}),
+    "gpu009": ({"kind": "xid", "gpu": 0, "xid": 48}, {"gpu_health": "GPU0"}),
+    "gpu010": ({"kind": "xid", "gpu": 7, "xid": 94}, {"gpu_health": "GPU7"}),
+    "gpu011": ({"kind": "throttle", "gpu": 2, "reason": "thermal"}, {"gpu_health": "GPU2"}),
+    "gpu012": ({"kind": "throttle", "gpu": 5, "reason": "power"}, {"gpu_health": "GPU5"}),
+    "gpu013": ({"kind": "dcgm_fail", "gpu": 3, "test": "Targeted Stress"}, {"dcgm": None}),
+    "gpu014": ({"kind": "slow_node", "factor": 0.5}, {}),  # only multi-node tests can see it
+    "gpu015": ({"kind": "ib_counters_rising", "nic": "mlx5_2", "counter": "symbol_error", "per_call": 5},
+               {"infiniband": "mlx5_2"}),
+    "gpu016": ({"kind": "driver_mismatch", "version": "535.183.01"}, {"preflight": "gpu016"}),
+}
+RUN_B = {
+    "gpu001": ({"kind": "firmware_mismatch", "version": "28.36.1010"}, {"preflight": "gpu001"}),
+    "gpu002": ({"kind": "wrong_results"}, {"nccl_single_node": None}),
+    "gpu003": ({"kind": "no_mpi"}, {}),  # a single process per node: only multi-node runs show it
+    # A hung dcgmi hangs `dcgmi -v` in preflight too.
+    "gpu004": ({"kind": "hang", "tool": "dcgmi"}, {"preflight": "dcgmi-version", "dcgm": "dcgmi-diag"}),
+    "gpu005": (None, {"preflight": None}),  # unreachable
+}
+HANG_TIMEOUT = 5
+
+
+def faults(table):
+    return [dict(fault, node=node) for node, (fault, _stages) in table.items() if fault]
+
+
+@pytest.fixture(scope="module")
+def run_a(tmp_path_factory):
+    with SimRun(spec("fa", faults(RUN_A)), tmp_path_factory.mktemp("fa")) as sim:
+        yield sim.acceptance()
+
+
+@pytest.fixture(scope="module")
+def run_b(tmp_path_factory):
+    data = spec("fb", faults(RUN_B) + [{"kind": "degraded_uplink", "leaf": "leaf02", "factor": 0.5}],
+                unreachable=["gpu005"])
+    with SimRun(data, tmp_path_factory.mktemp("fb")) as sim:
+        yield sim.acceptance("-e", '{"check_dcgm_timeouts": {"3": %d}, "check_preflight_timeout": %d}'
+                             % (HANG_TIMEOUT, HANG_TIMEOUT))
+
+
+def expected(table):
+    return set((node, stage) for node, (_fault, stages) in table.items() for stage in stages)
+
+
+def test_run_a_fails_exactly_the_injected_nodes_and_stages(run_a):
+    assert run_a.rc != 0, run_a.output[-3000:]
+    assert run_a.bad() == expected(RUN_A)
+    assert run_a.junit_bad() == expected(RUN_A)
+
+
+def test_run_b_fails_exactly_the_injected_nodes_and_stages(run_b):
+    assert run_b.rc != 0
+    assert run_b.bad() == expected(RUN_B)
+    assert run_b.junit_bad() == expected(RUN_B)
+
+
+@pytest.mark.parametrize("node", sorted(RUN_A))
+def test_fault_in_run_a_names_node_stage_and_component(run_a, node):
+    check_component(run_a, node, RUN_A[node][1])
+
+
+@pytest.mark.parametrize("node", sorted(RUN_B))
+def test_fault_in_run_b_names_node_stage_and_component(run_b, node):
+    check_component(run_b, node, RUN_B[node][1])
+
+
+def check_component(run, node, stages):
+    for stage, component in stages.items():
+        found = [c for c in run.bad_checks(node) if c["stage"] == stage]
+        assert found, "%s: no failed check in %s" % (node, stage)
+        if component:
+            assert any(component in (c.get("component") or "") or component in c["message"] for c in found), found
+
+
+def test_hung_tool_becomes_an_error_within_its_timeout(run_b):
+    (check,) = [c for c in run_b.bad_checks("gpu004") if c["stage"] == "dcgm"]
+    assert check["status"] == "error" and "timed out" in check["message"]
+    raw = run_b.results["raw"]["gpu004"]["dcgmi-diag"]
+    assert raw["rc"] in (124, 137) and raw["seconds"] < HANG_TIMEOUT + 10
+
+
+def test_unreachable_node_is_an_error_not_a_pass(run_b):
+    checks = run_b.bad_checks("gpu005")
+    assert checks and all(c["status"] == "error" for c in checks)
+    assert "unreachable" in checks[0]["message"]
+    assert run_b.results["nodes"]["gpu005"]["status"] == "error"
+
+
+def test_summary_names_bad_nodes_with_stage_and_reason(run_a):
+    assert "gpucluster.acceptance verdict: FAIL" in run_a.output
+    assert "gpu002 FAIL topology: GPU2" in run_a.output
+    assert "gpu001 " not in run_a.output.split("gpucluster.acceptance verdict")[1]
+
+
+def test_power_throttle_reason_is_named(run_a):
+    messages = " ".join(c["message"] for c in run_a.bad_checks("gpu012"))
+    assert "Power" in messages

@@ -1,0 +1,105 @@
+"""Run real ansible-playbook against a simulated cluster on real Slurm, and read what it wrote."""
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "sim"))
+
+import simcluster  # noqa: E402  (sim/ is not a package)
+
+VENV_BIN = Path(sys.executable).parent
+
+
+class Run(object):
+    """One finished ansible-playbook run: exit code, output, and the run's artifact directory."""
+
+    def __init__(self, proc, artifacts_root):
+        self.rc = proc.returncode
+        self.output = proc.stdout + proc.stderr
+        runs = sorted(p for p in Path(artifacts_root).iterdir() if p.is_dir()) if Path(artifacts_root).exists() else []
+        self.dir = runs[-1] if runs else None
+        self.results = json.loads((self.dir / "results.json").read_text()) if self.dir else None
+        self.junit = ET.parse(str(self.dir / "junit.xml")).getroot() if self.dir else None
+
+    def bad(self):
+        """{(node, stage)} of every failed or errored check."""
+        return set((c["node"], c["stage"]) for c in self.results["checks"] if c["status"] in ("fail", "error"))
+
+    def bad_checks(self, node=None):
+        return [c for c in self.results["checks"] if c["status"] in ("fail", "error") and (node is None or c["node"] == node)]
+
+    def junit_bad(self):
+        """{(node, stage)} from junit.xml: testcases with a failure or error child."""
+        found = set()
+        for case in self.junit.iter("testcase"):
+            if case.find("failure") is not None or case.find("error") is not None:
+                found.add((case.get("name").split(":", 1)[0], case.get("classname")))
+        return found
+
+
+def ansible_env(artifacts):
+    env = dict(os.environ)
+    env.update({
+        "PATH": "%s:%s" % (VENV_BIN, env.get("PATH", "")),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": str(REPO / ".build" / "collections"),
+        "GPUCLUSTER_ARTIFACTS_DIR": str(artifacts),
+        "ANSIBLE_NOCOLOR": "1",
+    })
+    return env
+
+
+def playbook(inventory, artifacts, *args, timeout=900, playbook_name="acceptance.yml"):
+    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / playbook_name)]
+    proc = subprocess.run(cmd + list(args), cwd=str(REPO), env=ansible_env(artifacts), capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    return Run(proc, artifacts)
+
+
+class SimRun(object):
+    """A simulated cluster from a spec dict, its inventory, and a place for artifacts."""
+
+    def __init__(self, spec, workdir):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.spec_path = self.workdir / "spec.yml"
+        self.spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        self.run_dir = self.workdir / "run"
+        self.cluster = simcluster.SimCluster(str(self.spec_path), run_dir=str(self.run_dir))
+        self.inventory = None
+        self.artifacts = self.workdir / "artifacts"
+
+    def __enter__(self):
+        self.cluster.start()
+        self.inventory = simcluster.write_inventory(self.cluster.spec, self.workdir / "inventory", self.run_dir)
+        return self
+
+    def __exit__(self, *exc):
+        self.cluster.stop()
+
+    def acceptance(self, *args, **kwargs):
+        return playbook(self.inventory, self.artifacts, *args, **kwargs)
+
+
+def spec(name, faults=(), unreachable=(), count=16, seed=7, **extra):
+    """A cluster spec like sim/clusters/demo.yml with the given faults."""
+    data = {
+        "name": name,
+        "profile": "hgx_h100_sxm",
+        "nodes": {"prefix": "gpu", "count": count, "width": 3, "start": 1},
+        "cpus_per_node": 2,
+        "fabric": {"leaves": 2, "spines": 2, "rails": 8, "oversubscription": 1.0},
+        "tool_times": {"nvidia_smi": 0.02, "dcgmi_diag_r1": 0.05, "dcgmi_diag_r2": 0.1,
+                       "dcgmi_diag_r3": 0.2, "ibstat": 0.01, "all_reduce_perf": 0.1},
+        "seed": seed,
+        "unreachable": list(unreachable),
+        "faults": list(faults),
+    }
+    data.update(extra)
+    return data
