@@ -48,6 +48,9 @@ docs-check: setup
 pytest: setup
 	$(BIN)/python -m pytest tests
 
+demo: setup
+	tools/demo.sh
+
 unit: setup
 	$(BIN)/python -m pytest tests/unit
 

@@ -47,3 +47,26 @@ def pytest_runtest_setup(item):
         if problems:
             pytest.fail("integration prerequisites: %s; run tools/install-system-deps.sh (make test does)"
                         % "; ".join(problems), pytrace=False)
+
+
+def _leftover_test_daemons():
+    """slurmctld/slurmd processes started from a test's temporary run directory that still run."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path("/proc/%s/cmdline" % pid).read_bytes().decode(errors="replace").split("\0")
+            state = Path("/proc/%s/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if os.path.basename(argv[0]) in ("slurmctld", "slurmd") and state != "Z" \
+                and any("pytest-of-" in arg for arg in argv):
+            left.append("%s %s" % (pid, " ".join(argv).strip()))
+    return left
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """make test must leave no Slurm daemon behind: a leftover one fails the run."""
+    left = _leftover_test_daemons()
+    if left:
+        sys.stderr.write("\nSlurm daemons left running by the tests:\n  %s\n" % "\n  ".join(left))
+        session.exitstatus = 1

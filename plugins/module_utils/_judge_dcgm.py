@@ -14,6 +14,8 @@ Checks:
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, join_names, parse_error_results, profile_get,
     warning_result)
@@ -26,8 +28,16 @@ def _gpu_names(ids):
     return ["GPU%s" % gpu for gpu in ids]
 
 
-def _details(test):
+_GPU_PREFIX = re.compile(r"^GPU\s*(\d+)\b")
+
+
+def _details(test, bad=()):
+    """DCGM's messages for the failed GPUs (and those naming no GPU); other GPUs' info is noise."""
     parts = [str(d).strip() for d in (test.get("details") or []) if str(d).strip()]
+    if bad:
+        wanted = set(str(g) for g in bad)
+        kept = [p for p in parts if not _GPU_PREFIX.match(p) or _GPU_PREFIX.match(p).group(1) in wanted]
+        parts = kept or parts
     text = " | ".join(parts)
     if len(text) > _MAX_DETAIL:
         text = text[:_MAX_DETAIL - 3] + "..."
@@ -52,7 +62,7 @@ def _fail_result(test):
     else:
         where = ""
     message = "%s test '%s' failed%s" % (TOOL, name, where)
-    detail = _details(test)
+    detail = _details(test, bad)
     if detail:
         message += ": %s" % detail
     return check_result("dcgm.test", FAIL, message, dict(_metrics(test), failed_gpus=bad),

@@ -116,3 +116,36 @@ def test_summary_names_bad_nodes_with_stage_and_reason(run_a):
 def test_power_throttle_reason_is_named(run_a):
     messages = " ".join(c["message"] for c in run_a.bad_checks("gpu012"))
     assert "Power" in messages
+
+
+def test_junit_is_valid_for_jenkins_and_gitlab_readers(run_a):
+    import xmlschema
+    from conftest import FIXTURES
+    xmlschema.XMLSchema(str(FIXTURES / "junit" / "junit-ci.xsd")).validate(str(run_a.dir / "junit.xml"))
+    cases = list(run_a.junit.iter("testcase"))
+    assert len(cases) == len(run_a.results["checks"])
+    assert set(c.get("classname") for c in cases) >= {"preflight", "topology", "gpu_health", "dcgm",
+                                                       "infiniband", "nccl_single_node"}
+
+
+def test_raw_outputs_are_kept_for_every_node_and_tool(run_a):
+    for node in ("gpu001", "gpu016"):
+        raw = run_a.results["raw"][node]
+        assert {"nvidia-smi-topo", "nvidia-smi-q", "dcgmi-diag", "ibstat", "all_reduce_perf"} <= set(raw)
+        assert (run_a.dir / raw["nvidia-smi-topo"]["path"]).read_text().startswith("\t")
+
+
+def test_replay_of_the_artifact_directory_reproduces_the_verdict(run_a, tmp_path_factory):
+    from harness import playbook
+    inventory = run_a.dir.parents[1] / "inventory" / "hosts.yml"
+    replay = playbook(inventory, run_a.dir.parent, "-e", "acceptance_replay_dir=%s" % run_a.dir)
+    assert replay.dir != run_a.dir  # a second run gets a directory of its own
+    assert len([p for p in run_a.dir.parent.iterdir() if p.is_dir()]) == 2
+
+    def key(checks):
+        return sorted((c["node"], c["stage"], c["check"], c["status"], c["message"], str(c.get("component")))
+                      for c in checks)
+    assert replay.rc == run_a.rc
+    assert replay.results["verdict"] == run_a.results["verdict"] == "fail"
+    assert key(replay.results["checks"]) == key(run_a.results["checks"])
+    assert replay.bad() == expected(RUN_A)

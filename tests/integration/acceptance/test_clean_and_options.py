@@ -1,0 +1,35 @@
+"""A clean simulated cluster passes over several noise seeds; fail-fast stops after the first bad stage."""
+import pytest
+
+from harness import SimRun, spec
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_clean_cluster_passes(seed, tmp_path):
+    with SimRun(spec("clean%d" % seed, count=6, seed=seed), tmp_path) as sim:
+        run = sim.acceptance()
+    bad = run.bad_checks()
+    assert run.rc == 0 and not bad, (bad, run.output[-2000:])
+    assert run.results["verdict"] == "pass"
+    assert set(run.results["nodes"]) == set("gpu%03d" % i for i in range(1, 7))
+    assert "gpucluster.acceptance verdict: PASS" in run.output
+
+
+def test_fail_fast_stops_after_the_first_failing_stage(tmp_path):
+    faults = [{"kind": "nvlink_down", "node": "gpu002", "gpus": [0, 1]}]
+    with SimRun(spec("ffast", faults=faults, count=4), tmp_path) as sim:
+        run = sim.acceptance("-e", "acceptance_fail_fast=true")
+    assert run.rc != 0
+    stages = set(c["stage"] for c in run.results["checks"])
+    assert "topology" in stages and "gpu_health" not in stages and "dcgm" not in stages
+    assert run.bad() == {("gpu002", "topology")}
+
+
+def test_bad_profile_name_is_a_clear_failure_before_any_node_is_touched(tmp_path):
+    with SimRun(spec("badprof", count=2), tmp_path) as sim:
+        run = sim.acceptance("-e", "acceptance_profile=hgx_h900")
+    assert run.rc != 0
+    assert "hgx_h900" in run.output
+    assert "Traceback" not in run.output

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# make demo: start the simulated 16-node cluster on real Slurm, run acceptance.yml against it,
+# show the verdict and where the artifacts are, stop the cluster. Exit 0 when the run itself
+# worked (its results.json exists), whatever the cluster's verdict.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+spec=${DEMO_SPEC:-sim/clusters/demo.yml}
+run_dir=$repo/.build/sim/demo
+inventory=$repo/.build/sim/demo-inventory
+export GPUCLUSTER_ARTIFACTS_DIR=${GPUCLUSTER_ARTIFACTS_DIR:-$repo/artifacts}
+export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$repo/.build/collections
+py=$repo/.venv/bin/python
+
+stop() { "$py" sim/clusterctl stop --run-dir "$run_dir" >/dev/null 2>&1 || true; }
+trap stop EXIT
+
+echo "== starting the simulated cluster ($spec) on real Slurm"
+"$py" sim/clusterctl start "$spec" --run-dir "$run_dir" >/dev/null || exit 1
+SLURM_CONF=$run_dir/etc/slurm.conf sinfo -o '%P %D %t %N' || true
+"$py" sim/clusterctl inventory "$spec" --run-dir "$run_dir" --out "$inventory" >/dev/null || exit 1
+
+echo "== injected faults"
+"$py" - "$spec" <<'PY'
+import sys, yaml
+for f in yaml.safe_load(open(sys.argv[1])).get("faults") or []:
+    print("  %s: %s" % (f.get("node", f.get("leaf")), ", ".join("%s=%s" % kv for kv in f.items() if kv[0] != "node")))
+PY
+
+echo "== ansible-playbook playbooks/acceptance.yml -i $inventory"
+before=$(ls -1 "$GPUCLUSTER_ARTIFACTS_DIR" 2>/dev/null | wc -l)
+start=$(date +%s)
+"$repo/.venv/bin/ansible-playbook" -i "$inventory/hosts.yml" playbooks/acceptance.yml "$@" > "$repo/.build/demo-playbook.log" 2>&1
+rc=$?
+echo "   (playbook exit $rc after $(( $(date +%s) - start )) s; full log: .build/demo-playbook.log)"
+sed -n '/^gpucluster.acceptance verdict/,$p' "$repo/.build/demo-playbook.log"
+latest=$(ls -1td "$GPUCLUSTER_ARTIFACTS_DIR"/*/ 2>/dev/null | head -1)
+after=$(ls -1 "$GPUCLUSTER_ARTIFACTS_DIR" 2>/dev/null | wc -l)
+if [ -z "$latest" ] || [ "$after" -le "$before" ] || [ ! -s "$latest/results.json" ]; then
+    echo "demo: the run wrote no results; see .build/demo-playbook.log" >&2
+    exit 1
+fi
+echo "== artifacts: $latest"
+ls -1 "$latest"
