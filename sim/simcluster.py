@@ -346,7 +346,7 @@ def inventory(spec, run_dir=None):
     local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     hosts = {}
     for node in spec.nodes:
-        host = {"gpucluster_sim_node": node}
+        host = {"gpucluster_sim_node": node, "slurm_topology_leaf": spec.leaf_name(spec.leaf_index(node))}
         if node in spec.unreachable:
             # A closed local port: Ansible reports the host UNREACHABLE at once.
             host.update({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
@@ -360,6 +360,9 @@ def inventory(spec, run_dir=None):
         "GPUCLUSTER_SIM_PYTHON": sys.executable,
         "SLURM_CONF": str(run_dir / "etc" / "slurm.conf"),
     }
+    # Commands the controller runs (srun for the fabric stage): the same tools, the node comes
+    # from SLURMD_NODENAME in each task.
+    controller_environment = dict((k, v) for k, v in environment.items() if k != "GPUCLUSTER_SIM_NODE")
     node_vars = dict(local)
     node_vars.update({
         "acceptance_environment": environment,
@@ -372,7 +375,15 @@ def inventory(spec, run_dir=None):
     return {
         "all": {
             "vars": {"gpucluster_sim_cluster": spec.name, "gpucluster_sim_profile": spec.profile,
-                     "acceptance_profile": spec.profile},
+                     "acceptance_profile": spec.profile,
+                     "acceptance_controller_environment": controller_environment,
+                     # One process per node driving all 8 GPUs (-g 8) keeps the fake ranks few; the
+                     # simulated Slurm has no GPU GRES for --gpus-per-node.
+                     "check_fabric_binary": "all_reduce_perf",
+                     "check_fabric_tasks_per_node": 1,
+                     "check_fabric_gpus_per_process": 8,
+                     "check_fabric_gpus_per_node_flag": False,
+                     "check_fabric_timeout": 60},
             "children": {
                 "slurm_controller": {"hosts": {"localhost": dict(local)}},
                 "gpu_nodes": {"vars": node_vars, "hosts": hosts},

@@ -80,6 +80,7 @@ class CallbackModule(CallbackBase):
         self._raw = {}
         self._nodes = []
         self._stage_order = []
+        self._documents = {}
         self._run_dir = None
         self._run = {}
 
@@ -135,15 +136,23 @@ class CallbackModule(CallbackBase):
             stage = item.get("stage", "unknown")
             if stage not in self._stage_order:
                 self._stage_order.append(stage)
-            node = item.get("node", host)
-            self._note_node(node)
+            if item.get("document"):
+                self._documents[stage] = item["document"]  # e.g. the fabric's matrix and rounds
+            node = item.get("node")
+            if node is None and "checks" in item and "node" not in item and host == "localhost":
+                raw_owner = "_" + stage  # a cluster-wide stage: its raw outputs in raw/_<stage>/
+            else:
+                node = node or host
+                raw_owner = node
+                self._note_node(node)
             if item.get("raw"):
-                self._write_raw(node, item["raw"])
+                self._write_raw(raw_owner, item["raw"])
             for check in item.get("checks") or []:
                 record = dict(check)
                 record.setdefault("stage", stage)
                 record.setdefault("node", node)
-                raw_paths = [e["path"] for t, e in sorted(self._raw.get(record["node"], {}).items())
+                self._note_node(record["node"])
+                raw_paths = [e["path"] for t, e in sorted(self._raw.get(raw_owner, {}).items())
                              if t in (item.get("raw") or {})]
                 if raw_paths:
                     record.setdefault("raw", raw_paths)
@@ -186,9 +195,24 @@ class CallbackModule(CallbackBase):
         run_dir = self._ensure_run_dir()
         self._run["finished"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
         document = _report.results_document(self._run, self._checks, self._nodes, self._raw)
+        document.update(self._documents)
         with open(os.path.join(run_dir, "results.json"), "w") as handle:
             json.dump(document, handle, indent=2, sort_keys=True, default=str)
         with open(os.path.join(run_dir, "junit.xml"), "w", encoding="utf-8") as handle:
             handle.write(_report.junit_xml(self._checks, self._run["id"], self._stage_order))
+        # The page and the metrics are drawn from results.json as written (tools/render-report redraws
+        # them from it later); a drawing problem is a warning, never a lost run.
+        from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import (  # pylint: disable=import-outside-toplevel
+            _html_report, _prometheus)
+        written = json.loads(json.dumps(document, default=str))
+        for name, render, args in (("report.html", _html_report.render_html, (written, run_dir)),
+                                   ("metrics.prom", _prometheus.render_textfile, (written,))):
+            try:
+                text = render(*args)
+            except Exception as exc:  # pylint: disable=broad-except
+                self._display.warning("gpucluster.acceptance.acceptance_report could not write %s: %s" % (name, exc))
+                continue
+            with open(os.path.join(run_dir, name), "w", encoding="utf-8") as handle:
+                handle.write(text)
         for line in _report.summary_lines(self._checks, self._nodes, run_dir):
             self._display.display(line)

@@ -1,0 +1,191 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: fabric_burnin
+short_description: Run nccl-tests across the allocation, then pairs and groups that pin every slow node
+version_added: 0.1.0
+description:
+  - Runs an nccl-tests binary (built with MPI=1) over all the given nodes with C(srun) or C(mpirun),
+    then rounds of disjoint groups planned by the localisation planner, each round's groups
+    concurrently (bounded) and each under a timeout, until every slow node or degraded leaf
+    uplink is pinned or cleared, or the round limit is reached.
+  - Judged on bus bandwidth at large messages against the floor and the peers, C(#wrong), the
+    out-of-bounds check, and ranks reported equal to ranks launched (a build without MPI=1 shows
+    as several independent tables).
+  - Runs where the launcher runs (the login node or the Slurm controller), not on the GPU nodes.
+  - In check mode nothing is launched; the first round's plan is returned.
+options:
+  nodes:
+    description: Nodes to test (those that passed the per-node stages).
+    type: list
+    elements: str
+    required: true
+  topology:
+    description: Per node, a dict with C(leaf) (the leaf switch); nodes without one share a leaf.
+    type: dict
+    default: {}
+  binary:
+    description: The nccl-tests binary, for example C(/opt/nccl-tests/build/all_reduce_perf).
+    type: str
+    default: all_reduce_perf
+  args:
+    description: Arguments before C(-g).
+    type: list
+    elements: str
+    default: [-b, 8M, -e, 8G, -f, "2"]
+  launcher:
+    description: How ranks are started.
+    type: str
+    choices: [srun, mpirun]
+    default: srun
+  launcher_args:
+    description: Extra launcher arguments (for example C(--partition=gpu) or C(--account=x)).
+    type: list
+    elements: str
+    default: []
+  mpi:
+    description: C(srun --mpi) value (for example C(pmix)); empty for Slurm's default.
+    type: str
+    default: ""
+  tasks_per_node:
+    description: Processes per node.
+    type: int
+    default: 8
+  gpus_per_process:
+    description: GPUs per process (nccl-tests C(-g)).
+    type: int
+    default: 1
+  gpus_per_node:
+    description: GPUs per node, for C(srun --gpus-per-node).
+    type: int
+    default: 8
+  gpus_per_node_flag:
+    description: Pass C(--gpus-per-node) to srun (needs GPUs configured as GRES in Slurm).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds after which a group's run is killed and counted as a hang.
+    type: int
+    default: 900
+  concurrency:
+    description: Groups of a round running at the same time.
+    type: int
+    default: 16
+  mode:
+    description: Planner, C(adaptive) (fewest rounds), C(exhaustive) (every pair), C(halving) (bisection).
+    type: str
+    choices: [adaptive, exhaustive, halving]
+    default: adaptive
+  max_rounds:
+    description: Round limit; 0 for the mode's default.
+    type: int
+    default: 0
+  seed:
+    description: Seed for the planner's random choices (runs are reproducible per seed).
+    type: int
+    default: 0
+  floor:
+    description: Bus bandwidth (GB/s) below which a multi-node run is low; 0 for peers only.
+    type: float
+    default: 0
+  full_allocation:
+    description: Run the whole allocation once before localising.
+    type: bool
+    default: true
+  localize:
+    description: Planner settings (min_rel_drop, mad_z, min_peers, oversubscription, cross_fraction, max_retests).
+    type: dict
+    default: {}
+  environment:
+    description: Environment for the launcher (for example C(SLURM_CONF)).
+    type: dict
+    default: {}
+author: gpucluster.acceptance maintainers (@gpucluster)
+"""
+
+EXAMPLES = r"""
+- name: Fabric burn-in on the nodes that passed the per-node stages
+  gpucluster.acceptance.fabric_burnin:
+    nodes: "{{ passed_nodes }}"
+    topology: "{{ leaves }}"
+    binary: /opt/nccl-tests/build/all_reduce_perf
+    floor: 300
+  register: fabric
+"""
+
+RETURN = r"""
+stage_result:
+  description: The fabric stage for the report, C(checks) (one per node, plus the full allocation and any pinned uplink), C(raw) outputs, C(document) (pairwise matrix, rounds, verdicts) and C(failed_nodes).
+  returned: always
+  type: dict
+plan:
+  description: In check mode, the first round's groups.
+  returned: check mode
+  type: list
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric, _localize
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nodes=dict(type="list", elements="str", required=True),
+            topology=dict(type="dict", default={}),
+            binary=dict(type="str", default="all_reduce_perf"),
+            args=dict(type="list", elements="str", default=["-b", "8M", "-e", "8G", "-f", "2"]),
+            launcher=dict(type="str", choices=["srun", "mpirun"], default="srun"),
+            launcher_args=dict(type="list", elements="str", default=[]),
+            mpi=dict(type="str", default=""),
+            tasks_per_node=dict(type="int", default=8),
+            gpus_per_process=dict(type="int", default=1),
+            gpus_per_node=dict(type="int", default=8),
+            gpus_per_node_flag=dict(type="bool", default=True),
+            timeout=dict(type="int", default=900),
+            concurrency=dict(type="int", default=16),
+            mode=dict(type="str", choices=["adaptive", "exhaustive", "halving"], default="adaptive"),
+            max_rounds=dict(type="int", default=0),
+            seed=dict(type="int", default=0),
+            floor=dict(type="float", default=0),
+            full_allocation=dict(type="bool", default=True),
+            localize=dict(type="dict", default={}),
+            environment=dict(type="dict", default={}),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    for key in ("tasks_per_node", "gpus_per_process", "timeout", "concurrency"):
+        if params[key] < 1:
+            module.fail_json(msg="%s must be at least 1, got %d" % (key, params[key]))
+    opts = dict(params)
+    opts["floor"] = params["floor"] or None
+    opts["max_rounds"] = params["max_rounds"] or None
+    topology = dict((n, v if isinstance(v, dict) else {"leaf": v}) for n, v in params["topology"].items())
+    if module.check_mode:
+        try:
+            state = _localize.new_state(params["nodes"], topology, mode=params["mode"], seed=params["seed"])
+        except ValueError as exc:
+            module.fail_json(msg="fabric_burnin: %s" % exc)
+        module.exit_json(changed=False, plan=state["next_round"],
+                         stage_result={"stage": _fabric.STAGE, "checks": [], "raw": {}, "document": {}, "failed_nodes": []})
+    env = dict(os.environ)
+    env.update(dict((str(k), str(v)) for k, v in params["environment"].items()))
+    try:
+        result = _fabric.fabric_stage(params["nodes"], topology, opts, env)
+    except ValueError as exc:
+        module.fail_json(msg="fabric_burnin: %s" % exc)
+    module.exit_json(changed=False, stage_result=result)
+
+
+if __name__ == "__main__":
+    main()
