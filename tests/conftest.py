@@ -49,8 +49,8 @@ def pytest_runtest_setup(item):
                         % "; ".join(problems), pytrace=False)
 
 
-def _leftover_test_daemons():
-    """slurmctld/slurmd processes started from a test's temporary run directory that still run."""
+def _leftover_test_daemons(basetemp):
+    """slurmctld/slurmd processes started from this session's temporary directories that still run."""
     left = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -59,14 +59,17 @@ def _leftover_test_daemons():
         except OSError:
             continue
         if os.path.basename(argv[0]) in ("slurmctld", "slurmd") and state != "Z" \
-                and any("pytest-of-" in arg for arg in argv):
+                and any(arg.startswith(basetemp) for arg in argv):
             left.append("%s %s" % (pid, " ".join(argv).strip()))
     return left
 
 
 def pytest_sessionfinish(session, exitstatus):
     """make test must leave no Slurm daemon behind: a leftover one fails the run."""
-    left = _leftover_test_daemons()
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    left = _leftover_test_daemons(str(factory.getbasetemp()))
     if left:
         sys.stderr.write("\nSlurm daemons left running by the tests:\n  %s\n" % "\n  ".join(left))
         session.exitstatus = 1

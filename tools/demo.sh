@@ -3,7 +3,7 @@
 # show the verdict and where the artifacts are, stop the cluster. Exit 0 when the run itself
 # worked (its results.json exists), whatever the cluster's verdict.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 spec=${DEMO_SPEC:-sim/clusters/demo.yml}
 run_dir=$repo/.build/sim/demo
@@ -28,14 +28,15 @@ for f in yaml.safe_load(open(sys.argv[1])).get("faults") or []:
 PY
 
 echo "== ansible-playbook playbooks/acceptance.yml -i $inventory"
-before=$(ls -1 "$GPUCLUSTER_ARTIFACTS_DIR" 2>/dev/null | wc -l)
+count_runs() { find "$GPUCLUSTER_ARTIFACTS_DIR" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l; }
+before=$(count_runs)
 start=$(date +%s)
 "$repo/.venv/bin/ansible-playbook" -i "$inventory/hosts.yml" playbooks/acceptance.yml "$@" > "$repo/.build/demo-playbook.log" 2>&1
 rc=$?
 echo "   (playbook exit $rc after $(( $(date +%s) - start )) s; full log: .build/demo-playbook.log)"
 sed -n '/^gpucluster.acceptance verdict/,$p' "$repo/.build/demo-playbook.log"
-latest=$(ls -1td "$GPUCLUSTER_ARTIFACTS_DIR"/*/ 2>/dev/null | head -1)
-after=$(ls -1 "$GPUCLUSTER_ARTIFACTS_DIR" 2>/dev/null | wc -l)
+latest=$(find "$GPUCLUSTER_ARTIFACTS_DIR" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2-)
+after=$(count_runs)
 if [ -z "$latest" ] || [ "$after" -le "$before" ] || [ ! -s "$latest/results.json" ]; then
     echo "demo: the run wrote no results; see .build/demo-playbook.log" >&2
     exit 1

@@ -14,6 +14,10 @@ PACKAGES=(
   munge
   openssh-client   # unreachable nodes in the sim inventory: Ansible connects over ssh to a closed port
   shellcheck       # ansible-test sanity lints the collection's shell scripts with it
+  dpkg-dev         # dpkg-scanpackages: the provisioning tests' local apt repository
+  libopenmpi-dev openmpi-bin   # nccl-tests stand-in built with MPI=1 in the provisioning tests
+  prometheus       # promtool check metrics for the node_exporter textfile output
+  chromium fonts-dejavu-core   # the HTML report is opened and screenshotted headless
 )
 # shellcheck disable=SC2206  # word splitting of the extra list is intended
 [[ -n "${PACKAGES_EXTRA:-}" ]] && PACKAGES+=(${PACKAGES_EXTRA})

@@ -68,6 +68,12 @@ def _stage_of(task):
     return task.get_name()
 
 
+def _is_stage_result(value):
+    """A stage's published result: {stage, checks, ...} or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(isinstance(i, dict) and "stage" in i and "checks" in i for i in items)
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
@@ -121,9 +127,6 @@ class CallbackModule(CallbackBase):
         self._run["playbook"] = os.path.basename(playbook._file_name)
         self._run["started"] = datetime.datetime.now(datetime.timezone.utc).isoformat()
 
-    def v2_playbook_on_play_start(self, play):
-        self._ensure_run_dir()
-
     def _note_node(self, node):
         if node and node not in self._nodes and node != "localhost":
             self._nodes.append(node)
@@ -161,10 +164,12 @@ class CallbackModule(CallbackBase):
     def v2_runner_on_ok(self, result):
         host = result._host.get_name()
         facts = result._result.get("ansible_facts") or {}
-        if isinstance(facts.get("collect_node_state"), dict) and facts["collect_node_state"].get("last"):
-            self._add_stage_result(host, facts["collect_node_state"]["last"])  # a per-node stage
-        if "gpucluster_stage_result" in facts:
-            self._add_stage_result(host, facts["gpucluster_stage_result"])  # cluster-wide checks
+        for name, value in sorted(facts.items()):
+            if name == "collect_node_state":
+                if isinstance(value, dict) and value.get("last"):
+                    self._add_stage_result(host, value["last"])  # a per-node stage
+            elif _is_stage_result(value):
+                self._add_stage_result(host, value)  # fabric, workload, cluster-wide checks
 
     def _error(self, host, task, message):
         stage = _stage_of(task)

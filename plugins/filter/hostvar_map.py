@@ -10,8 +10,8 @@ name: hostvar_map
 short_description: One variable of many hosts as a dict, hosts without it omitted
 version_added: 0.1.0
 description:
-  - Reads O(var) from each node's hostvars and returns C({node: value}), leaving out nodes that
-    do not define it (unlike C(map('extract')), which fails on them).
+  - "Reads O(var) from each node's hostvars and returns C({node: value}), leaving out nodes that
+    do not define it (unlike C(map('extract')), which fails on them)."
 options:
   _input:
     description: C(hostvars).

@@ -121,7 +121,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 stage_result:
-  description: The fabric stage for the report, C(checks) (one per node, plus the full allocation and any pinned uplink), C(raw) outputs, C(document) (pairwise matrix, rounds, verdicts) and C(failed_nodes).
+  description:
+    - The fabric stage for the report, C(checks) (one per node, plus the full allocation and any
+      pinned uplink), C(raw) outputs, C(document) (pairwise matrix, rounds, verdicts) and C(failed_nodes).
   returned: always
   type: dict
 plan:

@@ -98,7 +98,7 @@ def summary_lines(checks, nodes, artifact_dir):
     for node in bad:
         for problem in per_node[node]["problems"]:
             lines.append("  %s %s" % (node, problem))
-    lines.append("artifacts: %s (junit.xml, results.json, raw/)" % artifact_dir)
+    lines.append("artifacts: %s (report.html, junit.xml, results.json, metrics.prom, raw/)" % artifact_dir)
     return lines
 
 

@@ -124,8 +124,8 @@ def test_junit_is_valid_for_jenkins_and_gitlab_readers(run_a):
     xmlschema.XMLSchema(str(FIXTURES / "junit" / "junit-ci.xsd")).validate(str(run_a.dir / "junit.xml"))
     cases = list(run_a.junit.iter("testcase"))
     assert len(cases) == len(run_a.results["checks"])
-    assert set(c.get("classname") for c in cases) >= {"preflight", "topology", "gpu_health", "dcgm",
-                                                       "infiniband", "nccl_single_node"}
+    stages = {"preflight", "topology", "gpu_health", "dcgm", "infiniband", "nccl_single_node"}
+    assert set(c.get("classname") for c in cases) >= stages
 
 
 def test_raw_outputs_are_kept_for_every_node_and_tool(run_a):

@@ -155,6 +155,7 @@ def test_mpirun_tag_output_prefix_and_nccl_lines_in_table():
     plain = parse("all_reduce_h100_2node_no_version.txt")
     tagged = parse("all_reduce_h100_mpirun_tag_output.txt")
     assert tagged["passed"] is True
+
     def strip(rows):
         return [dict(row, line=None) for row in rows]
     assert strip(tagged["rows"]) == strip(plain["rows"])

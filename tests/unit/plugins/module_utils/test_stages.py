@@ -71,9 +71,8 @@ def test_judge_crash_becomes_an_error(monkeypatch):
 def test_replayed_dict_input_is_judged_the_same_as_collector_output():
     text = fixture("nvidia_topo/dgx_a100_7of8_gpus_handmade.txt")
     live = _stages.judge_stage({}, "topology", collected(("nvidia-smi-topo", text, 0)), A100, node="n")
-    replay = _stages.judge_stage({}, "topology", {"tools": {"nvidia-smi-topo": {"output": text, "rc": 0,
-                                                                                 "seconds": None, "complete": True}}},
-                                 A100, node="n")
+    record = {"output": text, "rc": 0, "seconds": None, "complete": True}
+    replay = _stages.judge_stage({}, "topology", {"tools": {"nvidia-smi-topo": record}}, A100, node="n")
     assert live["last"]["checks"] == replay["last"]["checks"]
 
 
