@@ -837,7 +837,8 @@ class SimCluster:
                 last = last or {}
             else:
                 if fresh:
-                    ready = all(last.get(n) == "idle" for n in want)
+                    # A HealthCheckProgram runs at slurmd start and may drain its node at once.
+                    ready = all(last.get(n) in ("idle", "drain", "drained") for n in want)
                 else:
                     ready = all(n in last and not last[n].endswith("*") and not last[n].startswith(("unk", "down"))
                                 for n in want)
