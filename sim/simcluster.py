@@ -371,6 +371,14 @@ def inventory(spec, run_dir=None):
         # The fake sysfs counter tree of each node (written by the fake tools).
         "check_infiniband_sysfs_root": "%s/gpusim/sys/{{ inventory_hostname }}/class/infiniband" % run_dir,
         "check_infiniband_counter_interval": 0.2,
+        # The reference workload on CPU with gloo: one rank per node, timed by CPU clock because
+        # the simulated nodes share this machine's cores.
+        "check_workload_python": sys.executable,
+        "check_workload_master_addr": "127.0.0.1",
+        "check_workload_ranks_per_node": 1,
+        "check_workload_compute_clock": "cpu",
+        "check_workload_environment": {"OMP_NUM_THREADS": "1"},
+        "check_workload_judge_options": {"straggler_ratio": 1.5, "spread_warn": 1.5},
     })
     return {
         "all": {

@@ -16,6 +16,7 @@ PACKAGES=(
   shellcheck       # ansible-test sanity lints the collection's shell scripts with it
   dpkg-dev         # dpkg-scanpackages: the provisioning tests' local apt repository
   libopenmpi-dev openmpi-bin   # nccl-tests stand-in built with MPI=1 in the provisioning tests
+  python3-apt      # ansible.builtin.apt in the provisioning roles' molecule scenarios
   prometheus       # promtool check metrics for the node_exporter textfile output
   chromium fonts-dejavu-core   # the HTML report is opened and screenshotted headless
 )
