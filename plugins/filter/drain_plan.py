@@ -10,9 +10,9 @@ name: drain_plan
 short_description: Decide which nodes a health-check run drains and resumes, with a blast-radius cap
 version_added: 0.1.0
 description:
-  - Turns the per-node states of one run (from P(gpucluster.acceptance.node_states#filter)) into
+  - "Turns the per-node states of one run (from P(gpucluster.acceptance.node_states#filter)) into
     a plan. A failing node gets the reason C(<stage>: <first failing check's message>), trimmed.
-    Nodes that passed are the resume candidates.
+    Nodes that passed are the resume candidates."
   - When more nodes fail than the cap allows, the plan drains nothing and its message says so.
     The cap is O(max_nodes) nodes and O(max_fraction) of the checked nodes (at least one). Nodes
     outside the run that Slurm shows drained with O(tag) count against O(max_nodes).
