@@ -4,10 +4,12 @@ Offline: the delegated driver on localhost, prerun off, the work tree's collecti
 ANSIBLE_COLLECTIONS_PATH, stand-ins from prereqs.py (built by each scenario's prepare step). The
 scenarios have no cleanup step: the clean_host fixture removes the stand-ins after each one.
 """
+# pylint: disable=redefined-outer-name  # pytest fixtures imported from provision_fixtures
 import subprocess
 
 import pytest
 
+from provision_fixtures import clean_host, stand_ins  # noqa: F401  pylint: disable=import-error,unused-import
 from provision_support import REPO, ansible_env  # pylint: disable=import-error
 
 pytestmark = pytest.mark.integration

@@ -1,12 +1,14 @@
 """The provisioning roles run for real on this host: stand-in NVIDIA packages through apt, a real
 nccl-tests build with nvcc, OpenMPI and NCCL, and checks of the resulting binaries.
 """
+# pylint: disable=redefined-outer-name  # pytest fixtures imported from provision_fixtures
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from provision_fixtures import clean_host, stand_ins  # noqa: F401  pylint: disable=import-error,unused-import
 from provision_support import (  # pylint: disable=import-error
     PROVISION_PLAYBOOK, REPO, dpkg_versions, repo_vars, run_playbook, run_role)
 

@@ -1,5 +1,8 @@
 """Shared set-up of the provisioning tests: the stand-ins (prereqs.py) and a clean host.
 
+Imported by the test modules (not a conftest.py: a second conftest module would shadow
+tests/conftest.py, which other tests import by name).
+
 These tests install stand-in packages through the real apt of this host and build nccl-tests for
 real: they need root, apt, the CUDA toolkit and OpenMPI (tools/install-system-deps.sh). A missing
 prerequisite fails the tests with what to install; they never skip.
