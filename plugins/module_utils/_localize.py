@@ -94,13 +94,14 @@ DEFAULTS = {
     "floor": None,
     # GB/s: reference when a class has fewer than min_peers results (None: floor only).
     "expected_busbw": None,
-    # a result is low when below median * (1 - min_rel_drop) ...
+    # margin = max(min_rel_drop * median, mad_z * MAD / 0.6745): a result is low below
+    # median - margin (or the floor), passes from median - margin / 2, marginal in between
     "min_rel_drop": 0.10,
-    # ... and below median - mad_z * MAD / 0.6745 (modified z-score), whichever is lower.
     "mad_z": 3.5,
     # results needed in a class before the median is trusted
     "min_peers": 8,
-    # leaf uplink oversubscription (2.0 for 2:1): cross-leaf floor and fallback reference / it
+    # leaf uplink oversubscription (2.0 for 2:1): cross-leaf floor and reference are divided by
+    # it, and above 1 a cross-leaf pass clears its nodes only at the intra-leaf level
     "oversubscription": 1.0,
     # adaptive round 1: share of each leaf paired with other leaves
     "cross_fraction": 0.5,
@@ -477,6 +478,22 @@ def _settled_marginal(state, element):
     return False
 
 
+def _probed_leaves(state, leaf):
+    """({leaf: 1} probed cleanly with leaf: a low cross-leaf test whose nodes are all cleared,
+    {leaf: number of cross-leaf tests with leaf})."""
+    tests = state["tests"]
+    counts = state["_index"]["pass_count"]
+    done, tried = {}, {}
+    for tid in state["_index"]["tests_of"].get(_uplink(leaf), ()):
+        test = tests[tid]
+        for other in test["leaves"]:
+            if other != leaf:
+                tried[other] = tried.get(other, 0) + 1
+                if test["low"] and len(test["leaves"]) == 2 and all(counts.get(n, 0) for n in test["group"]):
+                    done[other] = 1
+    return done, tried
+
+
 def _retests(state, node):
     """Pair tests of node after its first low result (the re-pairings it has had)."""
     tests = state["tests"]
@@ -588,6 +605,35 @@ def _plan_resolve(state, aware=True, limit=None):
         record = state["uplinks"].get(leaf)
         return record["verdict"] if record else None
 
+    groups_first = []
+    if aware:
+        # untested nodes (never tested, or passed only over an oversubscribed uplink) are most
+        # likely healthy: pair them with each other inside their leaf, the odd one with a
+        # cleared node; cleared partners are kept for the suspects
+        fresh = [n for n in wanted if nodes[n]["verdict"] == UNTESTED]
+        fresh.sort(key=lambda n: (nodes[n]["leaf"], n))
+        # (an untested node has met others only where a pass does not clear it: meeting again
+        # inside the leaf is informative)
+        odd = []
+        while fresh and limit is None:
+            first = fresh.pop(0)
+            choice = next((n for n in fresh if nodes[n]["leaf"] == nodes[first]["leaf"]), None)
+            if choice is None:
+                odd.append(first)
+                continue
+            fresh.remove(choice)
+            busy.update((first, choice))
+            groups_first.append([first, choice])
+        # an odd one whose leaf has no cleared node to spare joins a pair of its leaf
+        for node in odd:
+            leaf = nodes[node]["leaf"]
+            if node in busy or pools.spare(leaf):
+                continue
+            group = next((g for g in groups_first if len(g) == 2 and nodes[g[0]]["leaf"] == leaf), None)
+            if group is not None:
+                group.append(node)
+                busy.add(node)
+    groups.extend(groups_first)
     deferred = []
     for node in wanted:
         if full():
@@ -611,9 +657,13 @@ def _plan_resolve(state, aware=True, limit=None):
         donors = [leaf for leaf in sorted(state["leaves"]) if uplink_verdict(leaf) == CLEARED]
         rng.shuffle(donors)
 
+    # over an oversubscribed uplink every node is capped: a cross-leaf re-pairing can blame a
+    # node but never clear it, so suspects and untested nodes are re-paired inside their leaf
+    cross_clears = float(cfg["oversubscription"]) <= 1
+
     def cross_partner(node):
         leaf = nodes[node]["leaf"]
-        if not multi_leaf or uplink_verdict(leaf) == PINNED:
+        if not multi_leaf or not cross_clears or uplink_verdict(leaf) == PINNED:
             return None
         before = _tested_with(state, node)
         for donor in donors:
@@ -662,7 +712,7 @@ def _plan_resolve(state, aware=True, limit=None):
         else:
             pair_up([node, partner])
     # 4. last resort: suspects of different leaves that have not met
-    while len(rest) > 1 and not full():
+    while cross_clears and len(rest) > 1 and not full():
         first = rest.pop(0)
         before = _tested_with(state, first)
         choice = next((n for n in rest if n not in before and uplink_verdict(nodes[n]["leaf"]) != PINNED
@@ -680,7 +730,12 @@ def _plan_resolve(state, aware=True, limit=None):
                 continue
             others = [d for d in donors if d != leaf]
             if not others:
-                others = [d for d in sorted(state["leaves"]) if d != leaf and uplink_verdict(d) != PINNED]
+                # no leaf with a cleared uplink: leaves not yet probed cleanly with this one, least
+                # tested first (a second clean probe between the same two leaves tells nothing new)
+                done, tried = _probed_leaves(state, leaf)
+                others = sorted((d for d in sorted(state["leaves"])
+                                 if d != leaf and d not in done and uplink_verdict(d) != PINNED),
+                                key=lambda d: tried.get(d, 0))
             used = 0
             for donor in others:
                 if used >= cfg["uplink_probes"] or full() or not pools.spare(leaf):

@@ -1,0 +1,409 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark of the localisation strategies of plugins/module_utils/_localize.py on a fabric model.
+
+    python bench/localize_bench.py            # full run (N up to 4096, 20 seeds), writes
+                                              # bench/results/localize.md and .json
+    python bench/localize_bench.py --quick    # smoke run (N 16..256, 3 seeds), prints only
+
+For each N, fault scenario and seed the same faults are injected into a fresh FabricModel
+(bench/fabric_model.py) for each strategy, which then runs until its planner stops. Reported per
+cell: rounds, node-seconds of test time (and % of exhaustive's), wall time, recall (pinned
+injected faults / injected faults), false positives (pinned elements that were not injected:
+a node behind a degraded uplink counts as one), suspects left unresolved.
+
+Exhaustive (N-1 rounds of N/2 pairs) is simulated up to --exhaustive-max-n (64) and computed
+analytically above: rounds N-1, node-seconds (N-1) * N * duration(2); its recall and false
+positives are then not simulated (shown as "n/s"). No Ansible needed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import fabric_model  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _load_localize():
+    """plugins/module_utils/_localize.py by path (standard library only: no collection path needed)."""
+    path = os.path.join(REPO, "plugins", "module_utils", "_localize.py")
+    spec = importlib.util.spec_from_file_location("gpucluster_localize", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+localize_mod = _load_localize()
+
+SIZES = (16, 64, 256, 1024, 4096)
+QUICK_SIZES = (16, 64, 256)
+STRATEGIES = ("adaptive", "exhaustive", "halving", "random15", "two_pass")
+FLOOR = 300.0               # hgx_h100_sxm / hgx_h200 profile: nccl.multi_node_pair_busbw_min (GB/s)
+SLOW_RANGE = (0.3, 0.7)     # slow node / degraded uplink bandwidth factor
+
+
+def leaf_size_for(count, leaf_size):
+    """Nodes per leaf: leaf_size, but at most N/4 so that every cluster has at least four leaves."""
+    return max(1, min(leaf_size, count // 4))
+
+
+def scenarios(count):
+    """(name, slow nodes, degraded uplink, hanging nodes among the slow ones, in target)."""
+    out = []
+    for k in sorted(set((0, 1, 2, 4, count // 32))):
+        out.append(("k=%d" % k, k, False, 0, k <= count / 32.0))
+    out.append(("uplink", 0, True, 0, True))
+    mixed = max(1, count // 32)
+    out.append(("uplink+k=%d%s" % (mixed, ", %d hang" % (mixed // 4) if mixed // 4 else ""),
+                mixed, True, mixed // 4, mixed <= count / 32.0))
+    return out
+
+
+def build_model(count, leaf_size, scenario, seed, oversubscription, noise, slow_range=SLOW_RANGE):
+    name, slow, uplink, hang = scenario[:4]
+    nodes, topology = fabric_model.make_topology(count, leaf_size_for(count, leaf_size))
+    rng = random.Random("bench|%d|%s|%d" % (count, name, seed))
+    faulty = rng.sample(nodes, slow)
+    leaves = sorted(set(t["leaf"] for t in topology.values()))
+    bad_leaf = rng.choice(leaves) if uplink else None
+    uplink_factor = rng.uniform(*slow_range)
+    factors = [rng.uniform(*slow_range) for _node in faulty]
+
+    def make():
+        model = fabric_model.FabricModel(nodes, topology, seed="%d|%s|%d" % (count, name, seed),
+                                         oversubscription=oversubscription, noise=noise)
+        for i, node in enumerate(faulty):
+            if i < hang:
+                model.inject_hang(node)
+            else:
+                model.inject_slow(node, factors[i])
+        if bad_leaf is not None:
+            model.inject_uplink(bad_leaf, uplink_factor)
+        return model
+    return nodes, topology, make
+
+
+def run_one(strategy, nodes, topology, make, seed, config):
+    model = make()
+    started = time.time()
+    state = localize_mod.localize(nodes, topology, model.run_round, mode=strategy, seed=seed, config=config)
+    elapsed = time.time() - started
+    faults = model.faults()
+    injected = set(faults["nodes"]) | set("uplink:" + leaf for leaf in faults["uplinks"])
+    pinned = set(state["pinned"]["nodes"]) | set("uplink:" + leaf for leaf in state["pinned"]["uplinks"])
+    suspects = set(state["suspects"]["nodes"]) | set("uplink:" + leaf for leaf in state["suspects"]["uplinks"])
+    cleared = set()
+    for element in injected:
+        record = state["uplinks"][element[7:]] if element.startswith("uplink:") else state["nodes"][element]
+        if record["verdict"] == "cleared":
+            cleared.add(element)
+    return {
+        "rounds": state["round"], "node_seconds": model.node_seconds, "wall_seconds": model.wall_seconds,
+        "injected": len(injected), "found": len(injected & pinned), "false_positives": len(pinned - injected),
+        "flagged": len(injected & (pinned | suspects)),
+        "wrongly_cleared": len(cleared),
+        "suspects_left": len(state["suspects"]["nodes"]) + len(state["suspects"]["uplinks"]),
+        "seconds": elapsed,
+    }
+
+
+def analytic_exhaustive(count):
+    model = fabric_model.FabricModel([], {})
+    rounds = count - 1 if count % 2 == 0 else count
+    pair = model.duration(2)
+    return {"rounds": rounds, "node_seconds": rounds * (count - count % 2) * pair, "wall_seconds": rounds * pair}
+
+
+def aggregate(runs):
+    injected = sum(r["injected"] for r in runs)
+    return {
+        "seeds": len(runs),
+        "rounds_mean": sum(r["rounds"] for r in runs) / float(len(runs)),
+        "rounds_max": max(r["rounds"] for r in runs),
+        "node_seconds_mean": sum(r["node_seconds"] for r in runs) / float(len(runs)),
+        "wall_seconds_mean": sum(r["wall_seconds"] for r in runs) / float(len(runs)),
+        "injected": injected,
+        "found": sum(r["found"] for r in runs),
+        "recall": (sum(r["found"] for r in runs) / float(injected)) if injected else None,
+        "seeds_full_recall": sum(1 for r in runs if r["found"] == r["injected"]),
+        "flagged": (sum(r["flagged"] for r in runs) / float(injected)) if injected else None,
+        "false_positives": sum(r["false_positives"] for r in runs),
+        "wrongly_cleared": sum(r["wrongly_cleared"] for r in runs),
+        "suspects_left_mean": sum(r["suspects_left"] for r in runs) / float(len(runs)),
+        "cpu_seconds": sum(r["seconds"] for r in runs),
+        "simulated": True,
+    }
+
+
+def run(sizes=SIZES, seeds=20, strategies=STRATEGIES, leaf_size=32, oversubscription=1.0, noise=0.015,
+        exhaustive_max_n=64, log=None, slow_range=SLOW_RANGE):
+    """All cells; returns {"config": ..., "cells": [...], "targets": ...}."""
+    config = {"floor": FLOOR * 1.0, "oversubscription": oversubscription, "evidence_every_round": False}
+    cells = []
+    started = time.time()
+    for count in sizes:
+        for scenario in scenarios(count):
+            name, in_target = scenario[0], scenario[4]
+            per = dict((s, []) for s in strategies)
+            for seed in range(seeds):
+                nodes, topology, make = build_model(count, leaf_size, scenario, seed, oversubscription, noise,
+                                                    slow_range)
+                for strategy in strategies:
+                    if strategy == "exhaustive" and count > exhaustive_max_n:
+                        continue
+                    per[strategy].append(run_one(strategy, nodes, topology, make, seed, config))
+            for strategy in strategies:
+                if per[strategy]:
+                    cell = aggregate(per[strategy])
+                else:
+                    cell = dict(analytic_exhaustive(count), seeds=0, simulated=False,
+                                rounds_mean=None, rounds_max=None, node_seconds_mean=None)
+                    cell.update(analytic_exhaustive(count))
+                    cell["rounds_mean"] = cell["rounds_max"] = cell["rounds"]
+                    cell["node_seconds_mean"] = cell["node_seconds"]
+                    cell["wall_seconds_mean"] = cell["wall_seconds"]
+                    cell.update({"recall": None, "seeds_full_recall": None, "false_positives": None, "flagged": None,
+                                 "wrongly_cleared": None, "suspects_left_mean": None, "cpu_seconds": 0.0})
+                cell.update({"n": count, "leaf_size": leaf_size_for(count, leaf_size), "scenario": name,
+                             "strategy": strategy, "in_target": in_target})
+                cells.append(cell)
+            if log:
+                log("N=%d %s done (%.0f s)" % (count, name, time.time() - started))
+    by_key = dict(((c["n"], c["scenario"], c["strategy"]), c) for c in cells)
+    for cell in cells:
+        exhaustive = by_key.get((cell["n"], cell["scenario"], "exhaustive"))
+        if exhaustive is None:
+            exhaustive = dict(analytic_exhaustive(cell["n"]), node_seconds_mean=analytic_exhaustive(cell["n"])["node_seconds"])
+        cell["pct_of_exhaustive"] = 100.0 * cell["node_seconds_mean"] / exhaustive["node_seconds_mean"]
+    result = {
+        "config": {"sizes": list(sizes), "seeds": seeds, "strategies": list(strategies), "leaf_size": leaf_size,
+                   "oversubscription": oversubscription, "noise": noise, "floor": FLOOR,
+                   "node_gbs": fabric_model.NODE_GBS, "slow_range": list(slow_range),
+                   "exhaustive_max_n": exhaustive_max_n,
+                   "duration": "%.0f s + %.0f s * log2(group size)" % (60.0, 15.0)},
+        "cells": cells,
+        "runtime_seconds": time.time() - started,
+    }
+    result["targets"] = check_targets(cells)
+    return result
+
+
+def check_targets(cells):
+    """The project's targets for adaptive, with the cells that miss them."""
+    adaptive = [c for c in cells if c["strategy"] == "adaptive" and c["in_target"]]
+    misses = {"rounds": [], "recall": [], "false_positives": [], "node_seconds": []}
+    for cell in adaptive:
+        where = "N=%d %s" % (cell["n"], cell["scenario"])
+        if cell["rounds_max"] > 3:
+            misses["rounds"].append("%s: up to %d rounds" % (where, cell["rounds_max"]))
+        if cell["recall"] is not None and cell["seeds_full_recall"] != cell["seeds"]:
+            misses["recall"].append("%s: recall %.1f %%" % (where, 100 * cell["recall"]))
+        if cell["false_positives"]:
+            misses["false_positives"].append("%s: %d" % (where, cell["false_positives"]))
+        if cell["n"] == 1024 and cell["pct_of_exhaustive"] > 2.0:
+            misses["node_seconds"].append("%s: %.2f %%" % (where, cell["pct_of_exhaustive"]))
+    at_1024 = [c["pct_of_exhaustive"] for c in adaptive if c["n"] == 1024]
+    return {
+        "cells_checked": len(adaptive),
+        "max_rounds": max([c["rounds_max"] for c in adaptive] or [0]),
+        "max_pct_of_exhaustive_at_1024": max(at_1024) if at_1024 else None,
+        "misses": misses,
+        "met": not any(misses.values()),
+    }
+
+
+# ------------------------------------------------------------------------------ report
+
+def _fmt_recall(cell):
+    if cell["recall"] is None:
+        return "n/s" if not cell["simulated"] else "—"
+    return "%.1f %%" % (100 * cell["recall"])
+
+
+def _fmt(cell, key, pattern):
+    value = cell.get(key)
+    return "n/s" if value is None else pattern % value
+
+
+def _command_line(cfg):
+    parts = []
+    if cfg["sizes"] != list(SIZES) or cfg["seeds"] != 20:
+        parts.append(" --sizes %s --seeds %d" % (",".join(str(s) for s in cfg["sizes"]), cfg["seeds"]))
+    if list(cfg["strategies"]) != list(STRATEGIES):
+        parts.append(" --strategies %s" % ",".join(cfg["strategies"]))
+    if tuple(cfg["slow_range"]) != SLOW_RANGE:
+        parts.append(" --slow-range %g,%g" % tuple(cfg["slow_range"]))
+    if cfg["oversubscription"] != 1.0:
+        parts.append(" --oversubscription %g" % cfg["oversubscription"])
+    if cfg["noise"] != 0.015:
+        parts.append(" --noise %g" % cfg["noise"])
+    if cfg["exhaustive_max_n"] != 64:
+        parts.append(" --exhaustive-max-n %d" % cfg["exhaustive_max_n"])
+    if cfg["leaf_size"] != 32:
+        parts.append(" --leaf-size %d" % cfg["leaf_size"])
+    return "".join(parts)
+
+
+def markdown(result):
+    cfg = result["config"]
+    lines = ["# Localisation benchmark", "",
+             "Generated by `python bench/localize_bench.py%s`; model: `bench/fabric_model.py`, planner and "
+             "analyser: `plugins/module_utils/_localize.py`, explained in `docs/localisation.md`."
+             % (_command_line(cfg)), "",
+             "- %d seeds per cell; healthy node %.0f GB/s, slow nodes and the degraded uplink at %.1f–%.1f x; "
+             "noise ±%.1f %%; pair floor %.0f GB/s; oversubscription %g:1." % (
+                 cfg["seeds"], cfg["node_gbs"], cfg["slow_range"][0], cfg["slow_range"][1], 100 * cfg["noise"],
+                 cfg["floor"], cfg["oversubscription"]),
+             "- Leaves of %d nodes (at most N/4, so N=16 has leaves of 4 and N=64 of 16). Test duration %s; "
+             "node-hours = Σ groups size × duration; wall = Σ rounds longest group." % (cfg["leaf_size"], cfg["duration"]),
+             "- Scenarios: k=… slow nodes; `uplink`: one leaf's uplinks degraded; `uplink+k=…`: both, a quarter "
+             "of the slow nodes hanging (their groups time out). ✔ marks cells inside the target range "
+             "(k ≤ N/32).",
+             "- Exhaustive is simulated for N ≤ %d; above, its rounds and node-seconds are computed "
+             "(N−1 rounds of N/2 pairs) and recall/FP are not simulated (n/s)." % cfg["exhaustive_max_n"],
+             "- recall = pinned injected faults / injected faults over all seeds (seeds with all found); flagged = "
+             "injected faults pinned or left suspect; FP = pinned elements that were not injected (a node "
+             "behind a degraded uplink counts), summed over seeds; left = suspects left unresolved (mean per "
+             "seed).", ""]
+    targets = result["targets"]
+    lines.append("## Targets (adaptive, cells with k ≤ N/32)")
+    lines.append("")
+
+    def verdict(key):
+        return "met" if not targets["misses"][key] else "MISSED: " + "; ".join(targets["misses"][key])
+    lines.append("- at most 3 rounds: %s (max %d)" % (verdict("rounds"), targets["max_rounds"]))
+    lines.append("- recall 100 %% in every seed: %s" % verdict("recall"))
+    lines.append("- no false positive: %s" % verdict("false_positives"))
+    if targets["max_pct_of_exhaustive_at_1024"] is not None:
+        lines.append("- ≤ 2 %% of exhaustive's node-seconds at N=1024: %s (max %.2f %%)" % (
+            "met" if not targets["misses"]["node_seconds"] else "MISSED", targets["max_pct_of_exhaustive_at_1024"]))
+    lines.append("")
+    sizes = sorted(set(c["n"] for c in result["cells"]))
+    lines.extend(summary_table(result))
+    for count in sizes:
+        cells = [c for c in result["cells"] if c["n"] == count]
+        lines.append("## N = %d (leaves of %d)" % (count, cells[0]["leaf_size"]))
+        lines.append("")
+        lines.append("| scenario | strategy | rounds mean (max) | node-h | % of exhaustive | wall h | recall (seeds) "
+                     "| flagged | FP | left |")
+        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for cell in cells:
+            seeds = "" if cell["seeds_full_recall"] is None or cell["recall"] is None else \
+                " (%d/%d)" % (cell["seeds_full_recall"], cell["seeds"])
+            rounds = ("%.1f (%d)" % (cell["rounds_mean"], cell["rounds_max"])) if cell["simulated"] else \
+                "%d (computed)" % cell["rounds_max"]
+            flagged = "n/s" if not cell["simulated"] else "—" if cell["flagged"] is None else \
+                "%.1f %%" % (100 * cell["flagged"])
+            lines.append("| %s%s | %s | %s | %.1f | %s | %.2f | %s%s | %s | %s | %s |" % (
+                cell["scenario"], " ✔" if cell["in_target"] else "", cell["strategy"], rounds,
+                cell["node_seconds_mean"] / 3600.0, "%.2f %%" % cell["pct_of_exhaustive"],
+                cell["wall_seconds_mean"] / 3600.0, _fmt_recall(cell), seeds, flagged,
+                _fmt(cell, "false_positives", "%d"), _fmt(cell, "suspects_left_mean", "%.1f")))
+        lines.append("")
+    lines.append("Benchmark runtime: %.0f s." % result["runtime_seconds"])
+    lines.append("")
+    return "\n".join(lines)
+
+
+def summary_table(result):
+    """One row per N and strategy over the cells inside the target range (k <= N/32)."""
+    lines = ["## Summary: cells inside the target range (k ≤ N/32, uplink, uplink+k)", "",
+             "| N | strategy | rounds mean (max) | node-h (range) | % of exhaustive (max) | recall | seeds all found "
+             "| FP | left (mean) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    strategies = []
+    for cell in result["cells"]:
+        if cell["strategy"] not in strategies:
+            strategies.append(cell["strategy"])
+    for count in sorted(set(c["n"] for c in result["cells"])):
+        for strategy in strategies:
+            cells = [c for c in result["cells"] if c["n"] == count and c["strategy"] == strategy and c["in_target"]]
+            if not cells:
+                continue
+            hours = [c["node_seconds_mean"] / 3600.0 for c in cells]
+            if not cells[0]["simulated"]:
+                lines.append("| %d | %s | %d (computed) | %.0f | 100 %% | n/s | n/s | n/s | n/s |"
+                             % (count, strategy, cells[0]["rounds_max"], hours[0]))
+                continue
+            injected = sum(c["injected"] for c in cells)
+            found = sum(c["found"] for c in cells)
+            seeds = sum(c["seeds"] for c in cells if c["injected"])
+            full = sum(c["seeds_full_recall"] for c in cells if c["injected"])
+            lines.append("| %d | %s | %.1f (%d) | %.1f–%.1f | %.2f %% | %s | %d/%d | %d | %.1f |" % (
+                count, strategy, sum(c["rounds_mean"] for c in cells) / len(cells), max(c["rounds_max"] for c in cells),
+                min(hours), max(hours), max(c["pct_of_exhaustive"] for c in cells),
+                "%.1f %%" % (100.0 * found / injected) if injected else "—", full, seeds,
+                sum(c["false_positives"] for c in cells), sum(c["suspects_left_mean"] for c in cells) / len(cells)))
+    lines.append("")
+    return lines
+
+
+def example_state():
+    """A small adaptive run (N=64, leaves of 16, one degraded uplink, two slow nodes, one hanging)."""
+    nodes, topology = fabric_model.make_topology(64, 16)
+    model = fabric_model.FabricModel(nodes, topology, seed="example")
+    model.inject_slow("gpu0005", 0.55)
+    model.inject_hang("gpu0040")
+    model.inject_uplink("leaf002", 0.5)
+    state = localize_mod.localize(nodes, topology, model.run_round, seed=7, config={"floor": FLOOR})
+    return localize_mod.public_state(state)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    parser.add_argument("--quick", action="store_true", help="N 16..256, 3 seeds, print only")
+    parser.add_argument("--sizes", help="comma-separated N (default 16,64,256,1024,4096)")
+    parser.add_argument("--seeds", type=int, help="seeds per cell (default 20, quick 3)")
+    parser.add_argument("--strategies", help="comma-separated, default all: " + ",".join(STRATEGIES))
+    parser.add_argument("--leaf-size", type=int, default=32)
+    parser.add_argument("--oversubscription", type=float, default=1.0)
+    parser.add_argument("--noise", type=float, default=0.015)
+    parser.add_argument("--exhaustive-max-n", type=int, default=64)
+    parser.add_argument("--slow-range", default="%g,%g" % SLOW_RANGE,
+                        help="bandwidth factor range of slow nodes and the degraded uplink (default 0.3,0.7)")
+    parser.add_argument("--out", help="output prefix (default bench/results/localize; quick: none)")
+    parser.add_argument("--render", metavar="JSON", help="only print the markdown of an earlier JSON result")
+    args = parser.parse_args(argv)
+    if args.render:
+        with open(args.render) as handle:
+            print(markdown(json.load(handle)))
+        return 0
+    sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
+    seeds = args.seeds or (3 if args.quick else 20)
+    strategies = tuple(args.strategies.split(",")) if args.strategies else STRATEGIES
+    out = args.out or (None if args.quick else os.path.join(HERE, "results", "localize"))
+
+    def log(message):
+        sys.stderr.write(message + "\n")
+    slow_range = tuple(float(x) for x in args.slow_range.split(","))
+    result = run(sizes, seeds, strategies, args.leaf_size, args.oversubscription, args.noise,
+                 args.exhaustive_max_n, log=log, slow_range=slow_range)
+    text = markdown(result)
+    print(text)
+    if out:
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+        with open(out + ".md", "w") as handle:
+            handle.write(text + "\n")
+        with open(out + ".json", "w") as handle:
+            json.dump(result, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        with open(out + ".example.json", "w") as handle:
+            json.dump(example_state(), handle, indent=1, sort_keys=True, ensure_ascii=False)
+            handle.write("\n")
+    return 0 if result["targets"]["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The localisation benchmark's quick mode: adaptive finds every fault without false positives."""
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+
+import fabric_model  # noqa: E402  pylint: disable=wrong-import-position
+import localize_bench  # noqa: E402  pylint: disable=wrong-import-position
+
+
+@pytest.fixture(scope="module")
+def quick():
+    return localize_bench.run(sizes=(16, 64), seeds=3)
+
+
+def _cells(result, strategy):
+    return [c for c in result["cells"] if c["strategy"] == strategy]
+
+
+def test_adaptive_finds_every_fault_in_target(quick):
+    cells = [c for c in _cells(quick, "adaptive") if c["in_target"]]
+    assert cells
+    for cell in cells:
+        assert cell["false_positives"] == 0, cell
+        assert cell["wrongly_cleared"] == 0, cell
+        assert cell["rounds_max"] <= 3, cell
+        if cell["injected"]:
+            assert cell["recall"] == 1.0 and cell["seeds_full_recall"] == cell["seeds"], cell
+    assert quick["targets"]["met"], quick["targets"]
+
+
+def test_no_strategy_pins_a_healthy_element(quick):
+    for cell in quick["cells"]:
+        if cell["simulated"]:
+            assert cell["false_positives"] == 0, cell
+            assert cell["wrongly_cleared"] == 0, cell
+
+
+def test_exhaustive_is_simulated_for_small_n_and_the_percentages_refer_to_it(quick):
+    for cell in _cells(quick, "exhaustive"):
+        assert cell["simulated"] and cell["rounds_max"] == cell["n"] - 1
+        assert cell["pct_of_exhaustive"] == pytest.approx(100.0)
+    clean = [c for c in _cells(quick, "adaptive") if c["scenario"] == "k=0"]
+    assert all(c["rounds_max"] == 1 for c in clean)
+
+
+def test_analytic_exhaustive_and_targets_text():
+    result = localize_bench.run(sizes=(128,), seeds=1, strategies=("adaptive", "exhaustive"))
+    exhaustive = _cells(result, "exhaustive")[0]
+    assert not exhaustive["simulated"] and exhaustive["recall"] is None
+    assert exhaustive["node_seconds"] == 127 * 128 * fabric_model.FabricModel([], {}).duration(2)
+    text = localize_bench.markdown(result)
+    assert "## N = 128 (leaves of 32)" in text
+    assert "| k=0 ✔ | exhaustive | 127 (computed) |" in text
+    assert "- at most 3 rounds: met" in text
+
+
+def test_cli_quick_prints_the_table(capsys, tmp_path):
+    out = tmp_path / "bench"
+    code = localize_bench.main(["--quick", "--sizes", "16", "--seeds", "1", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "| scenario | strategy | rounds mean (max) |" in printed
+    assert (tmp_path / "bench.md").read_text() == printed
+    assert (tmp_path / "bench.json").exists() and (tmp_path / "bench.example.json").exists()
+
+
+def test_fabric_model_bottleneck_rule_and_the_simulator():
+    nodes, topology = fabric_model.make_topology(64, 16)
+    model = fabric_model.FabricModel(nodes, topology, oversubscription=2.0)
+    model.inject_slow(nodes[0], 0.25)
+    model.inject_uplink("leaf001", 0.5)
+    healthy = fabric_model.NODE_GBS
+    assert model.peak([nodes[1], nodes[2]]) == pytest.approx(healthy)
+    assert model.peak([nodes[0], nodes[1]]) == pytest.approx(healthy * 0.25)
+    assert model.peak([nodes[1], nodes[20]]) == pytest.approx(healthy / 2 * 0.5)
+    assert model.peak([nodes[1], nodes[40]]) == pytest.approx(healthy / 2)
+    # the slower of NIC and uplink share, not their product
+    assert model.peak([nodes[0], nodes[40]]) == pytest.approx(healthy * 0.25)
+    if str(REPO / "sim") not in sys.path:
+        sys.path.append(str(REPO / "sim"))
+    fabric = pytest.importorskip("gpusim.fabric")
+    if not hasattr(fabric, "network_peak") or not hasattr(fabric, "Participant"):
+        pytest.skip("sim/gpusim/fabric.py has no network_peak")
+    # where no slow node sits behind a limited uplink, the simulator's rule gives the same peak
+    for group in ([nodes[1], nodes[20], nodes[40]], [nodes[0], nodes[1]], [nodes[1], nodes[40]]):
+        part = [fabric.Participant(n, healthy * model.slow.get(n, 1.0), model.leaf[n],
+                                   model.uplink.get(model.leaf[n], 1.0)) for n in group]
+        assert fabric.network_peak(part, 2.0) == pytest.approx(model.peak(group))
