@@ -184,8 +184,14 @@ def test_healthcheck_program_drains_its_failing_node_within_the_interval(tmp_pat
                        timeout=60, what="the HealthCheckProgram to drain gpu002")
         took = time.monotonic() - t0
         assert list(reasons) == ["gpu002"] and reasons["gpu002"].startswith("gpucluster: gpu_health:"), reasons
-        lines = [json.loads(l) for l in history.read_text().splitlines()]
-        assert ("gpu002", "drain") in [(l["node"], l["action"]) for l in lines]
+
+        # The wrapper's run appends to the history after the drain itself: wait for that line.
+        def drained_in_history():
+            if not history.exists():
+                return None
+            lines = [json.loads(l) for l in history.read_text().splitlines() if l.strip()]
+            return ("gpu002", "drain") in [(l["node"], l["action"]) for l in lines]
+        assert poll(drained_in_history, timeout=60, what="the drain in the history log")
         print("HealthCheckProgram drained gpu002 %.1f s after the cluster started" % took)
     finally:
         sim.stop()
