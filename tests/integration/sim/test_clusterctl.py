@@ -306,7 +306,7 @@ def test_inventory_makes_unreachable_nodes_fail_fast(tmp_path):
     assert environment["PATH"].startswith(str(REPO / "sim" / "bin") + ":")
     assert environment["GPUCLUSTER_SIM_NODE"] == "{{ inventory_hostname }}"
     assert sorted(nodes["hosts"]) == NODES
-    assert nodes["hosts"]["n01"] == {"gpucluster_sim_node": "n01"}
+    assert nodes["hosts"]["n01"] == {"gpucluster_sim_node": "n01", "slurm_topology_leaf": "leaf01"}
     assert nodes["hosts"]["n03"]["ansible_connection"] == "ssh" and nodes["hosts"]["n03"]["ansible_port"] == 1
     ansible = Path(sys.executable).parent / "ansible"
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_DEPRECATION_WARNINGS="false")
