@@ -177,8 +177,8 @@ def test_healthcheck_program_drains_its_failing_node_within_the_interval(tmp_pat
     text = wrapper.read_text()
     assert "export PATH SLURM_CONF HOME" in text and '--limit "$node,localhost"' in text
     sim = simcluster.SimCluster(str(spec_path), run_dir=str(run_dir))
-    sim.start(timeout=60)
-    try:
+    try:  # start inside: a start that fails half-way must still stop what it started
+        sim.start(timeout=60)
         t0 = time.monotonic()
         reasons = poll(lambda: {n: r for n, r in sinfo_reasons(sim).items() if r.startswith("gpucluster:")},
                        timeout=60, what="the HealthCheckProgram to drain gpu002")
