@@ -40,8 +40,8 @@ def cluster(tmp_path_factory):
     path = work / "spec.yml"
     path.write_text(yaml.safe_dump(spec("nh")))
     sim = simcluster.SimCluster(str(path), run_dir=str(work / "run"))
-    sim.start(timeout=60)
     try:
+        sim.start(timeout=60)
         yield sim
     finally:
         sim.stop()
