@@ -76,7 +76,11 @@ class SimRun(object):
         self.artifacts = self.workdir / "artifacts"
 
     def __enter__(self):
-        self.cluster.start()
+        try:
+            self.cluster.start()
+        except BaseException:
+            self.cluster.stop()  # a start that failed half-way leaves no daemon behind
+            raise
         self.inventory = simcluster.write_inventory(self.cluster.spec, self.workdir / "inventory", self.run_dir)
         return self
 
