@@ -127,8 +127,7 @@ def _fixture(folder):
         parsed = parse_nccl_tests(open(path).read())
         if not parsed.get("errors") and parsed.get("large_msg_busbw"):
             return path
-    pytest.skip("no clean nccl-tests fixture")
-    return None
+    raise AssertionError("no clean nccl-tests fixture under tests/fixtures/%s" % folder)
 
 
 # -- comparing ----------------------------------------------------------------------------------
