@@ -12,7 +12,6 @@ running state, which the report callback and the cluster-wide checks read.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import copy
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._sections import (
@@ -166,9 +165,12 @@ def judge_stage(state, stage, collected, profile, options=None, node="node"):
         if not checks:
             checks = [check_result("judge", ERROR, "the %s judge returned no results" % stage)]
     status = worst_status(checks)
-    new = copy.deepcopy(state) if isinstance(state, dict) else {}
-    new.setdefault("failed_stages", [])
-    new.setdefault("stages", {})
+    # Copy only what carries over: 'last' (the previous stage's raw outputs) is replaced anyway,
+    # and deep-copying it was most of this filter's cost per host.
+    state = state if isinstance(state, dict) else {}
+    new = dict(state)
+    new["failed_stages"] = list(state.get("failed_stages") or [])
+    new["stages"] = dict(state.get("stages") or {})
     if status in (FAIL, ERROR) and stage not in new["failed_stages"]:
         new["failed_stages"].append(stage)
     new["stages"][stage] = {"status": status, "metrics": metrics}
