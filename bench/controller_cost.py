@@ -21,10 +21,9 @@ load from other work hits all of them alike):
 
 * ``bare``: ``ansible -i INV gpu_nodes -m ansible.builtin.raw -a true``;
 * ``all``: ``ansible-playbook playbooks/acceptance.yml -i INV --tags <the six stages>`` (the six
-  per-node stages, plus every ``always``-tagged task: the pre tasks, the cluster-wide verdict and
-  each role's argument-spec validation, which Ansible tags ``always``);
-* ``topology``: the same with ``--tags topology`` (one stage, plus the same ``always`` tasks: so
-  it still validates all six roles' arguments on every host).
+  per-node stages, plus every ``always``-tagged task: the pre tasks and the cluster-wide verdict;
+  each stage role validates its arguments once per play, in its own tagged phase);
+* ``topology``: the same with ``--tags topology`` (one stage, plus the same ``always`` tasks).
 
 Reported per host: wall ms (wall time / N) and CPU ms (user + system time of ansible and all its
 children / N; less sensitive to other work on the machine). Per stage: ``all / 6`` (as the issue
@@ -400,8 +399,8 @@ def render_markdown(result):
         "",
         "Hosts are local (`ansible_connection: local`); the tools are stubs printing outputs captured "
         "from the simulated cluster (tool time ≈ 0). *bare* = `ansible -m ansible.builtin.raw -a true`; "
-        "*all* = `playbooks/acceptance.yml --tags` the six stages (plus every `always` task: pre tasks, "
-        "verdict, and each role's argument-spec validation, which Ansible tags `always`); "
+        "*all* = `playbooks/acceptance.yml --tags` the six stages (plus every `always` task: pre tasks "
+        "and verdict; each stage role validates its arguments once per play); "
         "*per stage* = all / 6; *marginal stage* = (all − topology) / 5; *topology* = `--tags topology` "
         "(one stage plus the same `always` tasks). Ratio = per-stage wall ms/host / bare wall ms/host; "
         "ratio (CPU) = the same with CPU ms/host.",

@@ -38,6 +38,11 @@ options:
   node:
     description: The node's name, used in messages.
     type: str
+  run_id:
+    description:
+      - This run's id. A state that carries another run's id (left by an earlier run in a
+        persistent fact cache) is dropped instead of folded in; the new state carries this id.
+    type: str
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -71,12 +76,12 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import judge_stage
 
 
-def _judge_stage(state, stage, collected, profile, options=None, node="node"):
+def _judge_stage(state, stage, collected, profile, options=None, node="node", run_id=None):
     if not isinstance(collected, (str, dict)):
         raise AnsibleFilterError("judge_stage: collected must be the collector's stdout (a string), got %s"
                                  % type(collected).__name__)
     try:
-        return judge_stage(state, stage, collected, profile, options=options, node=node)
+        return judge_stage(state, stage, collected, profile, options=options, node=node, run_id=run_id)
     except ValueError as exc:
         raise AnsibleFilterError("judge_stage: %s" % exc)
 

@@ -13,6 +13,8 @@ description:
   - Reads the C(collect_node_state) fact that the stages leave on each node. A node that was
     unreachable or dropped out before its first stage has none and maps to None, so the verdict
     can count it as bad.
+  - With O(run_id), a state left by another run (a persistent fact cache or AWX fact storage
+    keeps facts between runs) counts as none, so an old pass never stands in for this run.
 options:
   _input:
     description: C(hostvars).
@@ -23,13 +25,17 @@ options:
     type: list
     elements: str
     required: true
+  run_id:
+    description: This run's id (C(acceptance_run_id)); states of other runs are ignored. Empty accepts any.
+    type: str
+    default: ""
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
 EXAMPLES = r"""
 - name: Node states for the cluster-wide checks
   ansible.builtin.set_fact:
-    states: "{{ hostvars | gpucluster.acceptance.node_states(acceptance_targets) }}"
+    states: "{{ hostvars | gpucluster.acceptance.node_states(acceptance_targets, run_id=acceptance_run_id) }}"
 """
 
 RETURN = r"""
@@ -40,8 +46,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import state_of_run
 
-def _node_states(hostvars, nodes):
+
+def _node_states(hostvars, nodes, run_id=""):
     if not isinstance(nodes, (list, tuple)):
         raise AnsibleFilterError("node_states: nodes must be a list, got %s" % type(nodes).__name__)
     states = {}
@@ -50,7 +58,7 @@ def _node_states(hostvars, nodes):
             state = hostvars[node].get("collect_node_state")
         except KeyError:
             state = None
-        states[node] = state if isinstance(state, dict) else None
+        states[node] = state_of_run(state, run_id) or None
     return states
 
 

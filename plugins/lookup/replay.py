@@ -45,44 +45,12 @@ _raw:
   elements: dict
 """
 
-import json
 import os
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-
-def _raw_root(directory):
-    raw = os.path.join(directory, "raw")
-    return raw if os.path.isdir(raw) else directory
-
-
-def _index(directory):
-    """Exit codes and durations recorded by an earlier run, when this is an artifact directory."""
-    path = os.path.join(directory, "results.json")
-    try:
-        with open(path) as handle:
-            return json.load(handle).get("raw") or {}
-    except (IOError, OSError, ValueError, AttributeError):
-        return {}
-
-
-def read_node(directory, node, tools):
-    folder = os.path.join(_raw_root(directory), node)
-    if not os.path.isdir(folder):
-        return {"tools": {}, "errors": ["replay: no folder for %s under %s" % (node, directory)]}
-    recorded = _index(directory).get(node) or {}
-    found = {}
-    for tool in tools:
-        path = os.path.join(folder, tool + ".txt")
-        if not os.path.isfile(path):
-            continue
-        with open(path, errors="replace") as handle:
-            output = handle.read()
-        meta = recorded.get(tool) or {}
-        found[tool] = {"output": output, "rc": meta.get("rc", 0), "seconds": meta.get("seconds"),
-                       "complete": meta.get("complete", True)}
-    return {"tools": found, "errors": [] if found else ["replay: none of %s under %s" % (", ".join(tools), folder)]}
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
 
 
 class LookupModule(LookupBase):

@@ -133,6 +133,8 @@ def _collection_errors(sections, tools):
         reason = describe_failure(tool, record)
         if reason is None and tool != "tools" and record["rc"] not in (0, None) and not record["output"].strip():
             reason = "%s: exited with status %s and printed nothing" % (tool, record["rc"])
+        if reason and record is None and sections["errors"]:
+            reason += " (%s)" % "; ".join(sections["errors"])  # why: the collector or replay said so
         if reason:
             problems.append(check_result("collect", ERROR, reason,
                                          {"tool": tool, "rc": record and record.get("rc")}, component=tool))
@@ -141,11 +143,25 @@ def _collection_errors(sections, tools):
     return problems
 
 
-def judge_stage(state, stage, collected, profile, options=None, node="node"):
+def state_of_run(state, run_id):
+    """The node's state if it belongs to this run, else an empty one.
+
+    A state left by an earlier run (a persistent fact cache, AWX fact storage) must never count:
+    its stages passed or failed on another day. Without a run_id every state counts.
+    """
+    if not isinstance(state, dict):
+        return {}
+    if run_id and state.get("run_id") != run_id:
+        return {}
+    return state
+
+
+def judge_stage(state, stage, collected, profile, options=None, node="node", run_id=None):
     """Fold one stage's result for one node into that node's state and return the new state.
 
-    state: {failed_stages, stages: {stage: {status, metrics}}, last: {stage, node, checks, raw}}
+    state: {run_id, failed_stages, stages: {stage: {status, metrics}}, last: {stage, node, checks, raw}}
     collected: the collector's stdout (str) or an already split {'tools': ..., 'errors': ...}.
+    run_id: this run's id; a state from another run is dropped (see state_of_run).
     """
     if stage not in STAGES:
         raise ValueError("unknown stage %r (known: %s)" % (stage, ", ".join(sorted(STAGES))))
@@ -167,8 +183,10 @@ def judge_stage(state, stage, collected, profile, options=None, node="node"):
     status = worst_status(checks)
     # Copy only what carries over: 'last' (the previous stage's raw outputs) is replaced anyway,
     # and deep-copying it was most of this filter's cost per host.
-    state = state if isinstance(state, dict) else {}
+    state = state_of_run(state, run_id)
     new = dict(state)
+    if run_id:
+        new["run_id"] = run_id
     new["failed_stages"] = list(state.get("failed_stages") or [])
     new["stages"] = dict(state.get("stages") or {})
     if status in (FAIL, ERROR) and stage not in new["failed_stages"]:

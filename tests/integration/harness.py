@@ -55,9 +55,11 @@ def ansible_env(artifacts):
     return env
 
 
-def playbook(inventory, artifacts, *args, timeout=900, playbook_name="acceptance.yml"):
+def playbook(inventory, artifacts, *args, timeout=900, playbook_name="acceptance.yml", extra_env=None):
     cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / playbook_name)]
-    proc = subprocess.run(cmd + list(args), cwd=str(REPO), env=ansible_env(artifacts), capture_output=True,
+    env = ansible_env(artifacts)
+    env.update(extra_env or {})
+    proc = subprocess.run(cmd + list(args), cwd=str(REPO), env=env, capture_output=True,
                           text=True, timeout=timeout, check=False)
     return Run(proc, artifacts)
 

@@ -33,3 +33,14 @@ def test_bad_profile_name_is_a_clear_failure_before_any_node_is_touched(tmp_path
     assert run.rc != 0
     assert "hgx_h900" in run.output
     assert "Traceback" not in run.output
+
+
+def test_a_wrongly_typed_stage_setting_fails_once_naming_it(tmp_path):
+    # The stage roles validate their argument specs once per play (not per node): still enforced.
+    with SimRun(spec("badarg", count=2), tmp_path) as sim:
+        run = sim.acceptance("--tags", "topology", "-e", "check_topology_timeout=soon")
+    assert run.rc != 0
+    assert "Validation of arguments failed" in run.output, run.output[-3000:]
+    assert "argument 'check_topology_timeout' is of type str and we were unable to convert to int" in run.output
+    assert "nvidia-smi-topo" not in run.output  # stopped before any node was touched
+    assert "Traceback" not in run.output

@@ -119,3 +119,30 @@ def test_cluster_peer_check_fails_a_slow_node_above_the_floor():
 
 def test_nodes_that_never_reported_are_left_to_the_verdict():
     assert judge_cluster({"gpu001": None, "gpu002": None}, A100) == []
+
+
+def test_a_state_from_another_run_is_dropped_and_the_new_one_carries_this_run():
+    old = _stages.judge_stage({}, "topology", collected(("nvidia-smi-topo", "garbled", 0)), A100, node="n", run_id="r1")
+    assert old["run_id"] == "r1" and old["failed_stages"] == ["topology"]
+    clean = collected(("nvidia-smi-topo", fixture("nvidia_topo/dgx_a100_8gpu_10nic_tabs_legend.txt"), 0))
+    same_run = _stages.judge_stage(old, "topology", clean, A100, node="n", run_id="r1")
+    assert same_run["failed_stages"] == ["topology"]  # a failure in this run stays
+    next_run = _stages.judge_stage(old, "topology", clean, A100, node="n", run_id="r2")
+    assert next_run["run_id"] == "r2" and next_run["failed_stages"] == [] and list(next_run["stages"]) == ["topology"]
+    no_id = _stages.judge_stage(old, "topology", clean, A100, node="n")
+    assert no_id["failed_stages"] == ["topology"] and no_id["run_id"] == "r1"  # without an id, any state counts
+
+
+def test_state_of_run_accepts_only_this_runs_dicts():
+    assert _stages.state_of_run({"run_id": "a", "stages": {}}, "a") == {"run_id": "a", "stages": {}}
+    assert _stages.state_of_run({"run_id": "a"}, "b") == {}
+    assert _stages.state_of_run({"stages": {}}, "b") == {}
+    assert _stages.state_of_run({"stages": {}}, "") == {"stages": {}}
+    assert _stages.state_of_run(None, "") == {} and _stages.state_of_run("x", "a") == {}
+
+
+def test_a_collector_that_did_not_start_says_why_in_each_missing_tool():
+    why = {"tools": {}, "errors": ["the collector exited with status 3 and printed nothing: bash: not found"]}
+    state = _stages.judge_stage({}, "gpu_health", why, A100, node="n")
+    assert len(state["last"]["checks"]) == 3
+    assert all(c["message"].endswith("no output collected (%s)" % why["errors"][0]) for c in state["last"]["checks"])

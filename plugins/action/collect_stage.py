@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""collect_stage action: run a stage's tools on a node and judge them, in one task per node.
+
+Runs the collector the way ansible.builtin.raw runs a command (no module upload, no Python on the
+node), then parses and judges on the controller in the same worker. One worker per node per stage
+instead of two, and no collection filter in per-host templates (every forked worker would import
+them all again): the controller-cost bench in bench/ measures the difference.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
+
+# The collect role's script; the action finds it next to the collection's plugins.
+DEFAULT_SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir,
+                              "roles", "collect", "files", "gpucluster-collect.sh")
+STDERR_KEEP = 2000
+
+ARGUMENT_SPEC = {
+    "stage": {"type": "str", "required": True, "choices": sorted(STAGES)},
+    "tools": {"type": "list", "elements": "dict", "required": True},
+    "environment": {"type": "dict", "default": {}},
+    "profile": {"type": "dict", "default": {}},
+    "options": {"type": "dict", "default": {}},
+    "replay_dir": {"type": "str", "default": ""},
+    "run_id": {"type": "str", "default": ""},
+    "script": {"type": "str"},
+}
+
+
+def _read_script(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError) as exc:
+        raise AnsibleActionFail("collect_stage: cannot read the collector script %s: %s" % (path, exc))
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True  # it only reads: check mode runs it as usual
+    _supports_async = False
+
+    def _collect(self, args, node):
+        """The collector's output: a string from the node, or a {tools, errors} dict."""
+        tool_names = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
+        if args["replay_dir"]:
+            if not os.path.isdir(args["replay_dir"]):
+                raise AnsibleActionFail("collect_stage: replay directory %s does not exist" % args["replay_dir"])
+            return read_node(args["replay_dir"], node, tool_names), None
+        script = args["script"] if args["script"] is not None else _read_script(DEFAULT_SCRIPT)
+        try:
+            command = collector_command(args["tools"], script, args["environment"])
+        except ValueError as exc:
+            raise AnsibleActionFail("collect_stage: stage %s: %s" % (args["stage"], exc))
+        # As raw does: no shell wrapper of our own (the command quotes itself), become if asked.
+        run = self._low_level_execute_command(command, executable=False)
+        stdout, rc = to_text(run.get("stdout", "")), run.get("rc")
+        stderr = to_text(run.get("stderr", "")).strip()
+        if not stdout.strip() and rc not in (0, None):
+            # The collector itself did not start (no bash, a login shell that exits, a full disk).
+            return {"tools": {}, "errors": ["the collector exited with status %s and printed nothing%s"
+                                            % (rc, ": " + stderr[-500:] if stderr else "")]}, run
+        return stdout, run
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        node = to_text(task_vars.get("inventory_hostname", "node"))
+        collected, run = self._collect(args, node)
+        try:
+            state = judge_stage(task_vars.get("collect_node_state"), args["stage"], collected,
+                                args["profile"], options=args["options"], node=node, run_id=args["run_id"])
+        except ValueError as exc:
+            raise AnsibleActionFail("collect_stage: %s" % exc)
+        result.update(changed=False, stage=args["stage"], status=worst_status(state["last"]["checks"]),
+                      ansible_facts={"collect_node_state": state})
+        if run is not None:
+            result["rc"] = run.get("rc")
+            stderr = to_text(run.get("stderr", "")).strip()
+            if stderr:
+                result["stderr"] = stderr[-STDERR_KEEP:]
+        # rc is the collector's, not a verdict: the checks in the state carry the verdict.
+        result["failed"] = False
+        return result

@@ -1,0 +1,64 @@
+"""A persistent fact cache (jsonfile, AWX fact storage) never carries one run's node states into the next.
+
+The collect_stage action publishes each node's state as a host fact, and a persistent cache keeps
+host facts between runs: without the run id, an old failure would fail a healthy cluster and an
+old pass would stand in for a node that is unreachable today.
+"""
+import json
+
+import pytest
+
+from harness import SimRun, spec
+
+pytestmark = pytest.mark.integration
+
+SKIP = ("--skip-tags", "fabric,workload")
+
+
+def _cache_env(cache_dir):
+    return {"ANSIBLE_CACHE_PLUGIN": "ansible.builtin.jsonfile",
+            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(cache_dir),
+            "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400"}
+
+
+def _untag(value):
+    """ansible-core 2.19 caches tagged values as {value, tags, __ansible_type}: keep the values."""
+    if isinstance(value, dict):
+        if "__ansible_type" in value and "value" in value:
+            return _untag(value["value"])
+        return dict((k, _untag(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return [_untag(v) for v in value]
+    return value
+
+
+def _cached_state(cache_dir, node):
+    """The node's collect_node_state as the jsonfile cache holds it (file name: [prefix]node)."""
+    files = [p for p in cache_dir.iterdir() if p.name == node or p.name.endswith("_" + node)]
+    assert len(files) == 1, sorted(p.name for p in cache_dir.iterdir())
+    data = json.loads(files[0].read_text())
+    if "__payload__" in data:
+        data = json.loads(data["__payload__"])
+    return _untag(data)["collect_node_state"]
+
+
+def test_states_cached_by_earlier_runs_do_not_count(tmp_path):
+    cache = tmp_path / "facts"
+    env = _cache_env(cache)
+
+    xid = [{"kind": "xid", "node": "gpu002", "gpu": 3, "xid": 79}]
+    with SimRun(spec("stale", faults=xid, count=3), tmp_path / "one") as sim:
+        first = sim.acceptance(*SKIP, extra_env=env)
+    assert first.rc != 0 and first.bad() == {("gpu002", "gpu_health")}, first.output[-2000:]
+    assert "gpu_health" in _cached_state(cache, "gpu002")["failed_stages"]  # the stale failure is really there
+
+    with SimRun(spec("stale", count=3), tmp_path / "two") as sim:
+        second = sim.acceptance(*SKIP, extra_env=env)
+    assert second.rc == 0 and second.results["verdict"] == "pass", second.output[-3000:]
+
+    with SimRun(spec("stale", count=3, unreachable=["gpu003"]), tmp_path / "three") as sim:
+        third = sim.acceptance(*SKIP, extra_env=env)
+    assert _cached_state(cache, "gpu003")["failed_stages"] == []  # run two's pass is cached
+    assert third.rc != 0
+    assert "failed acceptance: gpu003;" in third.output, third.output[-3000:]
+    assert ("gpu003", "preflight") in third.bad()
