@@ -42,5 +42,5 @@ def test_a_wrongly_typed_stage_setting_fails_once_naming_it(tmp_path):
     assert run.rc != 0
     assert "Validation of arguments failed" in run.output, run.output[-3000:]
     assert "argument 'check_topology_timeout' is of type str and we were unable to convert to int" in run.output
-    assert "nvidia-smi-topo" not in run.output  # stopped before any node was touched
+    assert "Collect and judge the stage's tool outputs" not in run.output  # stopped before any node was touched
     assert "Traceback" not in run.output
