@@ -20,7 +20,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage, node_state_of
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
 
 # The collect role's script; the action finds it next to the collection's plugins.
@@ -83,7 +83,7 @@ class ActionModule(ActionBase):
         node = to_text(task_vars.get("inventory_hostname", "node"))
         collected, run = self._collect(args, node)
         try:
-            state = judge_stage(task_vars.get("collect_node_state"), args["stage"], collected,
+            state = judge_stage(node_state_of(task_vars), args["stage"], collected,
                                 args["profile"], options=args["options"], node=node, run_id=args["run_id"])
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: %s" % exc)

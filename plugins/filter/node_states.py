@@ -10,7 +10,8 @@ name: node_states
 short_description: Collect every node's acceptance state from hostvars, None for nodes that never reported
 version_added: 0.1.0
 description:
-  - Reads the C(collect_node_state) fact that the stages leave on each node. A node that was
+  - Reads the C(collect_node_state) fact that the stages leave on each node (at the top level, or
+    under C(ansible_facts) when C(inject_facts_as_vars) is off). A node that was
     unreachable or dropped out before its first stage has none and maps to None, so the verdict
     can count it as bad.
   - With O(run_id), a state left by another run (a persistent fact cache or AWX fact storage
@@ -46,7 +47,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import state_of_run
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import node_state_of, state_of_run
 
 
 def _node_states(hostvars, nodes, run_id=""):
@@ -55,7 +56,7 @@ def _node_states(hostvars, nodes, run_id=""):
     states = {}
     for node in nodes:
         try:
-            state = hostvars[node].get("collect_node_state")
+            state = node_state_of(hostvars[node])
         except KeyError:
             state = None
         states[node] = state_of_run(state, run_id) or None

@@ -143,6 +143,22 @@ def _collection_errors(sections, tools):
     return problems
 
 
+def node_state_of(variables):
+    """A host's collect_node_state from its variables (task vars or hostvars), wherever it is.
+
+    A set_fact (the workload stage) puts it at the top level; the collect_stage action returns it
+    as a fact, which is at the top level too unless inject_facts_as_vars is off, and always under
+    ansible_facts. The top level wins: it is the newest where both exist.
+    """
+    try:
+        state = variables.get("collect_node_state")
+        if not isinstance(state, dict):
+            state = (variables.get("ansible_facts") or {}).get("collect_node_state")
+    except AttributeError:
+        return None
+    return state if isinstance(state, dict) else None
+
+
 def state_of_run(state, run_id):
     """The node's state if it belongs to this run, else an empty one.
 

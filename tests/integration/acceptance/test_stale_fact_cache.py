@@ -62,3 +62,16 @@ def test_states_cached_by_earlier_runs_do_not_count(tmp_path):
     assert third.rc != 0
     assert "failed acceptance: gpu003;" in third.output, third.output[-3000:]
     assert ("gpu003", "preflight") in third.bad()
+
+
+def test_same_verdict_with_inject_facts_as_vars_off(tmp_path):
+    # The stages' state is a host fact: with injection off it is only under ansible_facts.
+    faults = [{"kind": "xid", "node": "gpu002", "gpu": 3, "xid": 79},
+              {"kind": "nic_down", "node": "gpu003", "nic": "mlx5_3"}]
+    with SimRun(spec("noinject", faults=faults, count=4), tmp_path) as sim:
+        run = sim.acceptance(*SKIP, extra_env={"ANSIBLE_INJECT_FACT_VARS": "False"})
+        fast = sim.acceptance(*SKIP, "-e", "acceptance_fail_fast=true", extra_env={"ANSIBLE_INJECT_FACT_VARS": "False"})
+    assert run.rc != 0 and run.bad() == {("gpu002", "gpu_health"), ("gpu003", "infiniband")}, run.output[-3000:]
+    assert "2 of 4 node(s) failed acceptance: gpu002, gpu003;" in run.output
+    assert fast.bad() == {("gpu002", "gpu_health")}  # fail-fast still sees the failure and stops there
+    assert "infiniband" not in set(c["stage"] for c in fast.results["checks"])
