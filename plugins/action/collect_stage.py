@@ -54,12 +54,12 @@ class ActionModule(ActionBase):
     _supports_async = False
 
     def _collect(self, args, node):
-        """The collector's output: a string from the node, or a {tools, errors} dict."""
-        tool_names = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
+        """(the collector's output: a string from the node or a {tools, errors} dict, result extras)."""
         if args["replay_dir"]:
             if not os.path.isdir(args["replay_dir"]):
                 raise AnsibleActionFail("collect_stage: replay directory %s does not exist" % args["replay_dir"])
-            return read_node(args["replay_dir"], node, tool_names), None
+            tool_names = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
+            return read_node(args["replay_dir"], node, tool_names), {}
         script = args["script"] if args["script"] is not None else _read_script(DEFAULT_SCRIPT)
         try:
             command = collector_command(args["tools"], script, args["environment"])
@@ -69,11 +69,13 @@ class ActionModule(ActionBase):
         run = self._low_level_execute_command(command, executable=False)
         stdout, rc = to_text(run.get("stdout", "")), run.get("rc")
         stderr = to_text(run.get("stderr", "")).strip()
+        # rc is the collector's, not a verdict: the checks in the state carry the verdict.
+        extras = {"rc": rc, "stderr": stderr[-STDERR_KEEP:]} if stderr else {"rc": rc}
         if not stdout.strip() and rc not in (0, None):
             # The collector itself did not start (no bash, a login shell that exits, a full disk).
             return {"tools": {}, "errors": ["the collector exited with status %s and printed nothing%s"
-                                            % (rc, ": " + stderr[-500:] if stderr else "")]}, run
-        return stdout, run
+                                            % (rc, ": " + stderr[-500:] if stderr else "")]}, extras
+        return stdout, extras
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
@@ -81,19 +83,13 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         node = to_text(task_vars.get("inventory_hostname", "node"))
-        collected, run = self._collect(args, node)
+        collected, extras = self._collect(args, node)
         try:
             state = judge_stage(node_state_of(task_vars), args["stage"], collected,
                                 args["profile"], options=args["options"], node=node, run_id=args["run_id"])
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: %s" % exc)
-        result.update(changed=False, stage=args["stage"], status=worst_status(state["last"]["checks"]),
+        result.update(extras)
+        result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(state["last"]["checks"]),
                       ansible_facts={"collect_node_state": state})
-        if run is not None:
-            result["rc"] = run.get("rc")
-            stderr = to_text(run.get("stderr", "")).strip()
-            if stderr:
-                result["stderr"] = stderr[-STDERR_KEEP:]
-        # rc is the collector's, not a verdict: the checks in the state carry the verdict.
-        result["failed"] = False
         return result
