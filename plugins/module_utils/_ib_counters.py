@@ -49,6 +49,8 @@ import re
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    IBDIAG_ERROR,
+    IBDIAG_WARNING,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -137,8 +139,6 @@ _SYSFS = re.compile(
     r"(?P<dir>counters|counters_ext|hw_counters)/(?P<name>[^/\s:]+)):(?P<value>.*)$")
 _SYSFS_DEVICE_HW = re.compile(r"^\s*\S*/infiniband/(?P<ca>[^/\s:]+)/hw_counters/(?P<name>[^/\s:]+):")
 _SYSFS_PARTIAL = re.compile(r"^\s*/sys/\S*$|^\s*\S*/infiniband/\S*$")
-_IBERROR = re.compile(r"^\s*(?:\S+:\s*)?(?:iberror|ibpanic):\s*(?P<msg>.*)$")
-_IBWARN = re.compile(r"^\s*(?:\S+:\s*)?ibwarn:\s*(?P<msg>.*)$")
 _COMMAND_CA = re.compile(r"perfquery\b.*?(?:-C\s*|--Ca[=\s]+)(?P<ca>[A-Za-z0-9_.\-]+)")
 _COMMAND = re.compile(r"^\s*(?:[$#+]|\[[^\]]*\][$#])?\s*\S*perfquery\b")
 _MARKER = re.compile(
@@ -318,12 +318,12 @@ def parse_ib_counters(text, ca=None):
             continue
         if state.block is not None and state.block["after_header"] and _HEADER_CONTINUATION.match(line):
             continue  # header wrapped by a mail client or terminal: "(CapMask: 0x1600 CapMask2:\n0x0000000)"
-        match = _IBERROR.match(line)
+        match = IBDIAG_ERROR.match(line)
         if match:
             state.close_block()
             result["errors"].append("line %d: %s" % (line_no, line.strip()))
             continue
-        match = _IBWARN.match(line)
+        match = IBDIAG_WARNING.match(line)
         if match:
             result["warnings"].append("line %d: %s" % (line_no, line.strip()))
             continue

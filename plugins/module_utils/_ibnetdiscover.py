@@ -38,6 +38,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    IBDIAG_ERROR,
+    IBDIAG_WARNING,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -65,8 +67,6 @@ _GENERATED = re.compile(r"^\s*#\s*Topology file: generated on\s+(?P<when>.*?)\s*
 _INITIATED = re.compile(r"^\s*#\s*Initiated from node\s+(?P<node>[0-9A-Fa-f]+)\s+port\s+(?P<port>[0-9A-Fa-f]+)")
 _PORTS_REPORT = re.compile(r"^\s*(?:CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9A-Fa-f]{16}\s+\S+\s")
 _LIST_LINE = re.compile(r"^\s*(?:Ca|Switch|Router)\s*:\s*0x[0-9A-Fa-f]+\s+ports\s+\d+")
-_IBERROR = re.compile(r"^\s*(?:\S+:\s*)?(?:iberror|ibpanic):\s*(?P<msg>.*)$")
-_IBWARN = re.compile(r"^\s*(?:\S+:\s*)?ibwarn:\s*(?P<msg>.*)$")
 _GROUPING = re.compile(r"^\s*(?:Non-Chassis Nodes|Chassis\s+\d+.*|Hostname:.*)\s*$")
 _PROMPT = re.compile(r"^\s*(?:[$#+]|\[[^\]]*\][$#])\s*\S*ibnetdiscover\b")
 
@@ -328,11 +328,11 @@ def parse_ibnetdiscover(text):
         if match:
             result["initiated_from"] = _guid(match.group("node"))
             continue
-        match = _IBERROR.match(line)
+        match = IBDIAG_ERROR.match(line)
         if match:
             result["errors"].append("line %d: %s" % (line_no, line.strip()))
             continue
-        match = _IBWARN.match(line)
+        match = IBDIAG_WARNING.match(line)
         if match:
             result["warnings"].append("line %d: %s" % (line_no, line.strip()))
             continue

@@ -40,6 +40,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    IBDIAG_WARNING,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -51,7 +52,6 @@ _PORT = re.compile(r"^\s*Port\s+(?P<port>\d{1,6})\s*:\s*$")
 _KEY_VALUE = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z ]*?)\s*:(?:\s*(?P<value>.*?))?\s*$")
 _IBPANIC = re.compile(r"^\s*(?:\S+:\s*)?ibpanic:\s*(?P<msg>.*)$")
 _IBERROR = re.compile(r"^\s*(?:\S+:\s*)?iberror:\s*(?P<msg>.*)$")
-_IBWARN = re.compile(r"^\s*(?:\S+:\s*)?ibwarn:\s*(?P<msg>.*)$")
 _PANIC_DEVICE = re.compile(r"IB device '(?P<name>[^']+)'")
 # Shell prompts and echoed commands people paste along with the output.
 _PROMPT = re.compile(r"^\s*(?:[$#]|\[[^\]]*\][$#]|\+ )\s*\S*ibstat\b|^\s*[$#]\s*$|^\s*\+ ")
@@ -225,7 +225,7 @@ def parse_ibstat(text):
         if match:
             result["errors"].append("line %d: iberror: %s" % (line_no, match.group("msg").strip()))
             continue
-        match = _IBWARN.match(line)
+        match = IBDIAG_WARNING.match(line)
         if match:
             result["warnings"].append("line %d: ibwarn: %s" % (line_no, match.group("msg").strip()))
             continue

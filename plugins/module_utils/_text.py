@@ -15,6 +15,11 @@ import re
 _MPI_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s?")
 _SRUN_LABEL = re.compile(r"^\s*\d+:\s")
 
+# infiniband-diags (ibstat, perfquery, ibnetdiscover ...) report problems as "[prog: ]iberror: msg",
+# "ibpanic: msg" (fatal) and "ibwarn: msg".
+IBDIAG_ERROR = re.compile(r"^\s*(?:\S+:\s*)?(?:iberror|ibpanic):\s*(?P<msg>.*)$")
+IBDIAG_WARNING = re.compile(r"^\s*(?:\S+:\s*)?ibwarn:\s*(?P<msg>.*)$")
+
 _MISSING = frozenset(("n/a", "na", "[n/a]", "[not supported]", "not supported", "[unknown error]",
                       "unknown error", "[insufficient permissions]", "", "-", "none", "null"))
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
