@@ -159,3 +159,21 @@ def sinfo_reasons(cluster):
             for name in expand_hostlist(nodes.strip()):
                 reasons[name] = reason.strip()
     return reasons
+
+
+def cluster_fixtures(spec_data, label):
+    """Module-scoped fixtures for a test module: ``cluster`` (started from spec_data, stopped after
+    the module) and ``ansible`` (an Ansible runner for it). Use: ``cluster, ansible = cluster_fixtures(SPEC, "x")``."""
+    @pytest.fixture(scope="module")
+    def cluster(prerequisites, tmp_path_factory):  # pylint: disable=unused-argument,redefined-outer-name
+        sim = start_cluster(spec_data, tmp_path_factory.mktemp(label) / "run")
+        try:
+            yield sim
+        finally:
+            sim.stop()
+
+    @pytest.fixture(scope="module")
+    def ansible(cluster, tmp_path_factory):  # pylint: disable=redefined-outer-name
+        return Ansible(cluster, tmp_path_factory.mktemp(label + "-ansible"))
+
+    return cluster, ansible

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from slurm_helpers import (  # pylint: disable=import-error,unused-import
-    Ansible, node_record, poll, prerequisites, sinfo_reasons, start_cluster)
+    cluster_fixtures, node_record, poll, prerequisites, sinfo_reasons)
 
 pytestmark = [pytest.mark.integration]
 
@@ -17,19 +17,7 @@ SPEC = {"name": "h5node", "profile": "hgx_h100_sxm", "nodes": {"prefix": "sn", "
         "cpus_per_node": 2, "fabric": {"leaves": 2, "spines": 1}, "unreachable": ["sn06"], "topology": False}
 
 
-@pytest.fixture(scope="module")
-def cluster(prerequisites, tmp_path_factory):  # pylint: disable=unused-argument,redefined-outer-name
-    run_dir = tmp_path_factory.mktemp("h5node") / "run"
-    sim = start_cluster(SPEC, run_dir)
-    try:
-        yield sim
-    finally:
-        sim.stop()
-
-
-@pytest.fixture(scope="module")
-def ansible(cluster, tmp_path_factory):  # pylint: disable=redefined-outer-name
-    return Ansible(cluster, tmp_path_factory.mktemp("h5node-ansible"))
+cluster, ansible = cluster_fixtures(SPEC, "h5node")
 
 
 def by_name(result):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from slurm_helpers import (  # pylint: disable=import-error,unused-import
-    REPO, Ansible, poll, prerequisites, start_cluster)
+    REPO, cluster_fixtures, poll, prerequisites)
 from fabric_text import ibnetdiscover_text
 
 pytestmark = [pytest.mark.integration]
@@ -27,19 +27,7 @@ THREE_LEAVES = {"tn01": ["leafA"], "tn02": ["leafA"], "tn03": ["leafB"], "tn04":
 EXPECTED = {"leafA": "tn[01-02]", "leafB": "tn[03-04]", "leafC": "tn[05-06]"}
 
 
-@pytest.fixture(scope="module")
-def cluster(prerequisites, tmp_path_factory):  # pylint: disable=unused-argument,redefined-outer-name
-    run_dir = tmp_path_factory.mktemp("h5topo") / "run"
-    sim = start_cluster(SPEC, run_dir)
-    try:
-        yield sim
-    finally:
-        sim.stop()
-
-
-@pytest.fixture(scope="module")
-def ansible(cluster, tmp_path_factory):  # pylint: disable=redefined-outer-name
-    return Ansible(cluster, tmp_path_factory.mktemp("h5topo-ansible"))
+cluster, ansible = cluster_fixtures(SPEC, "h5topo")
 
 
 @pytest.fixture(scope="module")
