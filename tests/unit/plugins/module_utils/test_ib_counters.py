@@ -17,12 +17,6 @@ def fixture(name):
     return (FIXTURES / name).read_text()
 
 
-def test_every_fixture_is_listed_in_sources():
-    sources = (FIXTURES / "SOURCES.md").read_text()
-    for path in FIXTURES.glob("*.txt"):
-        assert path.name in sources
-
-
 @pytest.mark.parametrize("perfquery, sysfs", [
     ("SymbolErrorCounter", "symbol_error"),
     ("LinkDownedCounter", "link_downed"),

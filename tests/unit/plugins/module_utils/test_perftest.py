@@ -13,12 +13,6 @@ def fixture(name):
     return (FIXTURES / name).read_text()
 
 
-def test_every_fixture_is_listed_in_sources():
-    sources = (FIXTURES / "SOURCES.md").read_text()
-    for path in FIXTURES.glob("*.txt"):
-        assert path.name in sources
-
-
 def test_mb_per_sec_is_mebibytes():
     # perftest divides by 0x100000 for [MB/sec] and [MiB/sec]: 1 MB/sec = 8 * 2**20 bit/s.
     assert GBIT_FACTOR["MB/sec"] == GBIT_FACTOR["MiB/sec"] == pytest.approx(0.008388608)
