@@ -33,27 +33,56 @@ STATUSES = (PASS, FAIL, ERROR, SKIP)
 _MAD_TO_SIGMA = 0.6745
 
 
-def check_result(check, status, message, metrics=None, component=None):
-    """One check result. Raises ValueError for a status outside pass/fail/error/skip."""
+# Evidence: at most this many lines of the tool's output, each cut to this many characters.
+EVIDENCE_LINES = 12
+EVIDENCE_WIDTH = 240
+
+
+def evidence_lines(lines):
+    """The lines that back a verdict, cleaned for the report: strings, stripped, bounded."""
+    kept = []
+    for line in lines or ():
+        text = str(line).rstrip()
+        if not text.strip():
+            continue
+        if len(text) > EVIDENCE_WIDTH:
+            text = text[:EVIDENCE_WIDTH - 3] + "..."
+        kept.append(text)
+        if len(kept) >= EVIDENCE_LINES:
+            break
+    return kept
+
+
+def check_result(check, status, message, metrics=None, component=None, evidence=None, tool=None):
+    """One check result. Raises ValueError for a status outside pass/fail/error/skip.
+
+    evidence: the lines of the tool's output that show what the verdict rests on (a failure's
+    rows, the line that proves the level run); tool: the collected output it judged (a tool name
+    of the stage, e.g. 'dmesg') when the stage collects several.
+    """
     if status not in STATUSES:
         raise ValueError("check %s: status must be one of %s, got %r"
                          % (check, ", ".join(STATUSES), status))
-    return {
+    result = {
         "check": check,
         "status": status,
         "message": message,
         "metrics": dict(metrics) if metrics else {},
         "component": component,
+        "evidence": evidence_lines(evidence),
     }
+    if tool:
+        result["tool"] = tool
+    return result
 
 
-def warning_result(check, message, metrics=None, component=None):
+def warning_result(check, message, metrics=None, component=None, evidence=None, tool=None):
     """A pass that a person should still read: message prefixed 'warning:', metrics warning=True."""
     merged = dict(metrics) if metrics else {}
     merged["warning"] = True
     if not message.startswith("warning:"):
         message = "warning: " + message
-    return check_result(check, PASS, message, merged, component)
+    return check_result(check, PASS, message, merged, component, evidence=evidence, tool=tool)
 
 
 def parse_error_results(check, tool, parsed, required=None):

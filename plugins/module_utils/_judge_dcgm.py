@@ -19,6 +19,7 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, join_names, parse_error_results, profile_get,
     warning_result)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._dcgm_diag import parse_dcgm_diag
 
 TOOL = "dcgmi diag"
 _MAX_DETAIL = 400
@@ -147,3 +148,12 @@ def judge_dcgm(diag, profile):
         results.append(check_result("dcgm.overall", ERROR, "%s skipped every test: nothing was "
                                     "checked" % TOOL, {}))
     return results
+
+
+def judge_dcgm_stage(outputs, profile, options):
+    """The dcgm stage: (checks, metrics) from the dcgmi diag output."""
+    level = options.get("level")
+    diag = parse_dcgm_diag(outputs["dcgmi-diag"], level=int(level) if level else None)
+    if level:  # the level the stage ran is the level required, whatever the profile's default
+        profile = dict(profile, dcgm=dict(profile.get("dcgm") or {}, level=int(level)))
+    return judge_dcgm(diag, profile), {}

@@ -30,6 +30,9 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, join_names, parse_error_results,
     profile_get, warning_result)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
+    parse_nvidia_smi_csv, parse_nvidia_smi_q)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import parse_xid_log
 
 TOOL_Q = "nvidia-smi -q"
 TOOL_CSV = "nvidia-smi --query-gpu"
@@ -590,3 +593,12 @@ def _judge_xid(xid, views, profile):
         results.append(check_result("gpu.xid", PASS, what + note,
                                     {"ignored": dict((str(k), v) for k, v in ignored.items())}))
     return results
+
+
+def judge_gpu_health_stage(outputs, profile, options):
+    """The gpu_health stage: (checks, metrics); an output that is None was not captured."""
+    def parsed(tool, parser):
+        text = outputs.get(tool)
+        return None if text is None else parser(text)
+    return judge_gpu_health(parsed("nvidia-smi-q", parse_nvidia_smi_q), parsed("nvidia-smi-csv", parse_nvidia_smi_csv),
+                            parsed("dmesg", parse_xid_log), profile), {}

@@ -27,7 +27,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, join_names, parse_error_results,
     profile_get)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import (
-    counter_deltas)
+    counter_deltas, parse_ib_counters)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
 
 TOOL = "ibstat"
 TOOL_COUNTERS = "IB port counters"
@@ -192,3 +193,9 @@ def _judge_counters(ports, before, after, profile):
                                         "appear in both snapshots" % join_names(sorted(
                                             k for k, v in limits.items() if v is not None)), {}))
     return results
+
+
+def judge_infiniband_stage(outputs, profile, options):
+    """The infiniband stage: (checks, metrics) from ibstat and the counters before and after."""
+    return judge_infiniband(parse_ibstat(outputs["ibstat"]), parse_ib_counters(outputs["ib-counters-before"]),
+                            parse_ib_counters(outputs["ib-counters-after"]), profile), {}

@@ -23,6 +23,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, profile_get)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import parse_nccl_tests
 
 # Parser errors that describe a wrong or failed result (judged as fail), not unreadable output.
 _RESULT_ERRORS = re.compile(
@@ -151,3 +152,17 @@ def judge_nccl_pair(nccl, profile, nodes=2):
     expected = gpus * nodes if gpus is not None else None
     return judge_nccl(nccl, profile, "nccl.multi_node_pair_busbw_min", expected,
                       " %d-node" % nodes)
+
+
+def judge_nccl_single_node_stage(outputs, profile, options):
+    """The nccl_single_node stage: (checks, metrics); busbw and NCCL version feed the peers."""
+    parsed = parse_nccl_tests(outputs["all_reduce_perf"])
+    metrics = {}
+    busbw = parsed.get("large_msg_busbw")
+    if busbw is None:
+        busbw = parsed.get("avg_busbw")
+    if not parsed.get("errors") and busbw is not None:
+        metrics["busbw"] = busbw
+    if parsed.get("version"):
+        metrics["nccl_version"] = parsed.get("nccl_library") or parsed.get("version")
+    return judge_nccl_single_node(parsed, profile), metrics

@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, join_names, parse_error_results, profile_get)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_topo import parse_nvidia_topo
 
 TOOL = "nvidia-smi topo -m"
 ARROW = u"\u2194"  # GPU2<->GPU5 in messages
@@ -223,3 +224,8 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
             "topology.nic_affinity", PASS, "every GPU has a NIC at %s" % accepted_txt,
             {"accepted": list(relations)}))
     return results
+
+
+def judge_topology_stage(outputs, profile, options):
+    """The topology stage: (checks, metrics) from the stage's outputs (None: not captured)."""
+    return judge_topology(parse_nvidia_topo(outputs["nvidia-smi-topo"]), profile), {}

@@ -30,10 +30,14 @@ def _index(directory):
 
 
 def read_node(directory, node, tools):
-    """{tools: {name: {output, rc, seconds, complete}}, errors: [...]} for one node's replay."""
+    """{tools: {name: {output, rc, seconds, complete}}, errors: [...], replay: True} for one node.
+
+    A tool without a file is left out: the stage judges what was captured and says what it could
+    not judge (a provider's logs rarely hold every tool).
+    """
     folder = os.path.join(_raw_root(directory), node)
     if not os.path.isdir(folder):
-        return {"tools": {}, "errors": ["replay: no folder for %s under %s" % (node, directory)]}
+        return {"tools": {}, "replay": True, "errors": ["replay: no folder for %s under %s" % (node, directory)]}
     recorded = _index(directory).get(node) or {}
     found = {}
     for tool in tools:
@@ -45,4 +49,5 @@ def read_node(directory, node, tools):
         meta = recorded.get(tool) or {}
         found[tool] = {"output": output, "rc": meta.get("rc", 0), "seconds": meta.get("seconds"),
                        "complete": meta.get("complete", True)}
-    return {"tools": found, "errors": [] if found else ["replay: none of %s under %s" % (", ".join(tools), folder)]}
+    return {"tools": found, "replay": True,
+            "errors": [] if found else ["replay: none of %s under %s" % (", ".join(tools), folder)]}

@@ -13,7 +13,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
 def test_check_result_shape():
     result = check_result("gpu.ecc", "fail", "GPU1 has 2 ...", {"n": 2}, "GPU1")
     assert result == {"check": "gpu.ecc", "status": "fail", "message": "GPU1 has 2 ...",
-                      "metrics": {"n": 2}, "component": "GPU1"}
+                      "metrics": {"n": 2}, "component": "GPU1", "evidence": []}
     assert check_result("x", "pass", "ok")["metrics"] == {}
 
 

@@ -71,9 +71,21 @@ def test_judge_crash_becomes_an_error(monkeypatch):
 def test_replayed_dict_input_is_judged_the_same_as_collector_output():
     text = fixture("nvidia_topo/dgx_a100_7of8_gpus_handmade.txt")
     live = _stages.judge_stage({}, "topology", collected(("nvidia-smi-topo", text, 0)), A100, node="n")
-    record = {"output": text, "rc": 0, "seconds": None, "complete": True}
-    replay = _stages.judge_stage({}, "topology", {"tools": {"nvidia-smi-topo": record}}, A100, node="n")
+    record = {"output": text, "rc": 0, "seconds": 0.1, "complete": True}
+    replay = _stages.judge_stage({}, "topology", {"tools": {"nvidia-smi-topo": record}, "replay": True}, A100, node="n")
     assert live["last"]["checks"] == replay["last"]["checks"]
+
+
+def test_replay_judges_what_was_captured_and_skips_a_stage_with_nothing():
+    text = fixture("nvidia_topo/dgx_a100_7of8_gpus_handmade.txt")
+    record = {"output": text, "rc": 0, "seconds": None, "complete": True}
+    nothing = _stages.judge_stage({}, "dcgm", {"tools": {"nvidia-smi-topo": record}, "replay": True}, A100, node="n")
+    assert [c["status"] for c in nothing["last"]["checks"]] == ["skip"]
+    assert "not in the replayed set" in nothing["last"]["checks"][0]["message"]
+    assert nothing["failed_stages"] == []
+    # Live, the same missing output is an error: the collector must have printed it.
+    live = _stages.judge_stage({}, "dcgm", {"tools": {"nvidia-smi-topo": record}}, A100, node="n")
+    assert live["stages"]["dcgm"]["status"] == "error"
 
 
 def test_unknown_stage_is_refused():

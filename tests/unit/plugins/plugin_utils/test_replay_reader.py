@@ -11,7 +11,7 @@ def test_artifact_directory_with_results_json(tmp_path):
         {"raw": {"gpu001": {"dcgmi-diag": {"rc": 124, "seconds": 600.0, "complete": True}}}}))
     got = read_node(str(tmp_path), "gpu001", ["dcgmi-diag", "ibstat"])
     assert got == {"tools": {"dcgmi-diag": {"output": "partial", "rc": 124, "seconds": 600.0, "complete": True}},
-                   "errors": []}
+                   "errors": [], "replay": True}
 
 
 def test_plain_folder_per_node_and_missing_node(tmp_path):

@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The bookkeeping of a run, in one place: the node-state fold, stale runs, fail-fast, the verdict.
+
+Every stage folds its result for a node into that node's state (fold_stage); a state left by
+another run is never read (state_of_run); fail-fast asks which nodes failed a stage
+(stage_failed_nodes); and the verdict of the whole run (run_verdict) is computed from the list of
+checks — the one definition of a failed node that results.json, junit.xml, the report, the
+metrics, the console summary and the playbook's final message all show.
+
+A node state is {run_id, failed_stages: [...], stages: {stage: {status, metrics}},
+last: {stage, node, checks, raw}}. A check is {stage, node, check, status, message, component,
+evidence, metrics, ...}; node None means a check about the cluster (the full-allocation run, a
+leaf uplink, the fabric stage as a whole), which is never counted as a node.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
+BAD = (FAIL, ERROR)
+# Worst status wins when checks are summarised; an unknown status counts as an error.
+_RANK = {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}
+# A node that was targeted and has no check at all (it never reported).
+UNTESTED = "untested"
+
+
+def worst(statuses, empty=PASS):
+    """The worst of the statuses (empty when there are none)."""
+    best = None
+    for status in statuses:
+        if best is None or _RANK.get(status, 3) > _RANK.get(best, 3):
+            best = status if status in _RANK else ERROR
+    return empty if best is None else best
+
+
+# ---------------------------------------------------------------------------- node states
+
+def node_state_of(variables):
+    """A host's collect_node_state from its variables (task vars or hostvars), wherever it is.
+
+    An action or set_fact puts it at the top level; facts are also under ansible_facts (the only
+    place when inject_facts_as_vars is off). The top level wins: it is the newest where both exist.
+    """
+    try:
+        state = variables.get("collect_node_state")
+        if not isinstance(state, dict):
+            state = (variables.get("ansible_facts") or {}).get("collect_node_state")
+    except AttributeError:
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def state_of_run(state, run_id):
+    """The node's state if it belongs to this run, else an empty one.
+
+    A state left by an earlier run (a persistent fact cache, AWX fact storage) must never count:
+    its stages passed or failed on another day. Without a run_id every state counts.
+    """
+    if not isinstance(state, dict):
+        return {}
+    if run_id and state.get("run_id") != run_id:
+        return {}
+    return state
+
+
+def fold_stage(state, stage, checks, metrics=None, raw=None, node="node", run_id=None):
+    """The node's new state after one stage: its status, metrics and this stage's checks.
+
+    Only what carries over is copied ('last' is replaced; copying the previous stage's raw
+    outputs was most of the cost per host).
+    """
+    status = worst((c.get("status") for c in checks), empty=SKIP)
+    state = state_of_run(state, run_id)
+    new = dict(state)
+    if run_id:
+        new["run_id"] = run_id
+    new["failed_stages"] = list(state.get("failed_stages") or [])
+    new["stages"] = dict(state.get("stages") or {})
+    if status in BAD and stage not in new["failed_stages"]:
+        new["failed_stages"].append(stage)
+    new["stages"][stage] = {"status": status, "metrics": dict(metrics or {})}
+    new["last"] = {"stage": stage, "node": node, "checks": list(checks), "raw": raw or {}}
+    return new
+
+
+def node_states(hostvars, nodes, run_id=""):
+    """{node: its state of this run, or None when it has none (it never reported)}."""
+    states = {}
+    for node in nodes:
+        try:
+            state = node_state_of(hostvars[node])
+        except KeyError:
+            state = None
+        states[node] = state_of_run(state, run_id) or None
+    return states
+
+
+def stage_failed_nodes(states, stage):
+    """Sorted nodes whose state says they failed (or errored in) the stage: fail-fast's question."""
+    return sorted(node for node, state in (states or {}).items()
+                  if isinstance(state, dict) and stage in (state.get("failed_stages") or []))
+
+
+def passed_nodes(states, targets):
+    """Nodes that passed every per-node stage; every target when no per-node stage ran."""
+    reported = dict((n, s) for n, s in (states or {}).items() if isinstance(s, dict))
+    if not reported:
+        return sorted(targets or [])
+    return sorted(n for n, s in reported.items() if not s.get("failed_stages"))
+
+
+# ---------------------------------------------------------------------------- the verdict
+
+def _entry():
+    return {"status": PASS, "stages": {}, "problems": []}
+
+
+def _add(entry, check):
+    stage = check.get("stage") or "unknown"
+    status = check.get("status")
+    entry["stages"][stage] = worst([entry["stages"].get(stage, SKIP), status])
+    if status in BAD or status not in _RANK:
+        entry["problems"].append("%s %s: %s" % (str(status).upper(), stage, check.get("message", "")))
+
+
+def _close(entry, untested=PASS):
+    entry["status"] = worst(entry["stages"].values(), empty=untested)
+    if entry["status"] == SKIP:
+        entry["status"] = PASS if untested == PASS else untested
+
+
+def summarise(checks, nodes=()):
+    """(per node {node: {status, stages, problems}}, the cluster's {status, stages, problems}).
+
+    nodes: every targeted node, so one that never reported is listed (status 'untested' when
+    others did report, so a dead node cannot pass by saying nothing).
+    """
+    per_node = dict((node, _entry()) for node in nodes or ())
+    cluster = _entry()
+    for check in checks:
+        node = check.get("node")
+        if node is None or node == "":
+            _add(cluster, check)
+        else:
+            _add(per_node.setdefault(node, _entry()), check)
+    anyone = any(e["stages"] for e in per_node.values())
+    for entry in per_node.values():
+        _close(entry, untested=UNTESTED if anyone else PASS)
+    _close(cluster)
+    return per_node, cluster
+
+
+def failed_nodes(per_node):
+    """The nodes that failed: any failed or errored check, or never reported. Sorted, once each."""
+    return sorted(n for n, e in per_node.items() if e["status"] in BAD + (UNTESTED,))
+
+
+def run_verdict(checks, nodes=()):
+    """The run's verdict: {status, nodes_total, nodes_failed, failed_nodes, cluster_failed,
+    cluster_problems, message}. 'fail' when a node or the cluster has a failed or errored check,
+    or when nothing was checked at all."""
+    per_node, cluster = summarise(checks, nodes)
+    bad = failed_nodes(per_node)
+    cluster_bad = cluster["status"] in BAD
+    status = FAIL if bad or cluster_bad or not checks else PASS
+    total = len(per_node)
+    if status == PASS:
+        message = "all %d node(s) passed" % total
+    elif not checks:
+        message = "nothing was checked: no stage reported a result"
+    else:
+        parts = []
+        if bad or not cluster_bad:
+            parts.append("%d of %d node(s) failed acceptance%s" % (len(bad), total, ": " + ", ".join(bad) if bad else ""))
+        if cluster_bad:
+            stages = sorted(s for s, st in cluster["stages"].items() if st in BAD)
+            parts.append("cluster-level problems in %s" % ", ".join(stages))
+        message = "; ".join(parts)
+    return {"status": status, "nodes_total": total, "nodes_failed": len(bad), "failed_nodes": bad,
+            "cluster_failed": cluster_bad, "cluster_problems": list(cluster["problems"]), "message": message,
+            "nodes": per_node, "cluster": cluster}
