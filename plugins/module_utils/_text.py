@@ -33,6 +33,25 @@ def strip_launcher_prefix(line):
     return stripped
 
 
+# A shell prompt, alone or with the command typed after it, as people paste captures:
+# "$ nvidia-smi -q", "user@gpu01:~$ dcgmi diag -r 3", "[root@gpu01 ~]# ibstat", "gpu01:~ # ibstat",
+# "(venv) user@host:/opt$ ...", and bash xtrace "+ nvidia-smi topo -m". A bare "# text" is not one:
+# nccl-tests and others print their own "#" comment lines.
+_SHELL_PROMPT = re.compile(
+    r"^\s*(?:\([^)]*\)\s*)?"
+    r"(?:\$"
+    r"|\[[\w.-]+@[\w.-]+(?:\s[^\]]*)?\]\s?[$#%]"
+    r"|[\w.-]+@[\w.-]+:[^\s$#]*\s?[$#%]"
+    r"|[\w.-]+:[~/][^\s$#]*\s?[$#])"
+    r"(?:\s|$)")
+_XTRACE = re.compile(r"^\+{1,3} [\w./-]")
+
+
+def is_shell_echo(line):
+    """True for a shell prompt line (with or without the command after it) or an xtrace line."""
+    return bool(_SHELL_PROMPT.match(line) or _XTRACE.match(line))
+
+
 def is_missing(value):
     """True for the placeholders NVIDIA tools print instead of a value (N/A, [Not Supported], ...)."""
     return value is None or value.strip().lower() in _MISSING
