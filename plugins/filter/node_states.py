@@ -47,20 +47,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import node_state_of, state_of_run
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
 
 
 def _node_states(hostvars, nodes, run_id=""):
     if not isinstance(nodes, (list, tuple)):
         raise AnsibleFilterError("node_states: nodes must be a list, got %s" % type(nodes).__name__)
-    states = {}
-    for node in nodes:
-        try:
-            state = node_state_of(hostvars[node])
-        except KeyError:
-            state = None
-        states[node] = state_of_run(state, run_id) or None
-    return states
+    return _run_state.node_states(hostvars, nodes, run_id=run_id)
 
 
 class FilterModule(object):

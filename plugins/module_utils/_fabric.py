@@ -5,15 +5,32 @@
 
 Runs on the controller (the login node): each group is one ``srun`` (or ``mpirun``) of an
 nccl-tests binary, groups of a round run concurrently (bounded), each under a timeout after
-which its whole process group is killed. Judging is on bus bandwidth at large messages, #wrong,
-the out-of-bounds check, and ranks reported == ranks launched (a build without MPI=1 reports
-several independent one-node tables). The localisation planner (_localize) turns group results
-into per-node verdicts with evidence.
+which its whole process group is killed. The localisation planner (_localize) turns group
+results into per-node verdicts with evidence.
+
+What a group's run proves is decided here (judge_run), and only measurements reach the planner:
+
+* ``ok``: a readable table with the launched number of ranks and plausible values: its busbw;
+* ``timeout``: the run hung (an NCCL hang on a bad link is a finding): low;
+* ``build``: nccl-tests built without MPI=1 (several independent one-process tables): the group is
+  low for the planner, and the node it pins is named with that cause, never as slow;
+* ``wrong``: #wrong or out-of-bounds values: low, the node pinned for data corruption;
+* ``infra``: the launcher, the scheduler or the transport failed (_infra): no measurement. The
+  group is run once more; a round whose every group still fails ends the stage as ``error``
+  naming the component, and no node or uplink is blamed; a group that fails alone leaves its
+  nodes ``error`` with that component;
+* ``invalid``: unreadable output, a rank count that is not the launched one, implausible values:
+  no measurement either (an error for the nodes, never slow);
+* ``missing``: replaying captured outputs, a group the capture does not hold: not replayable.
+
+Replay (opts['replay_dir']): the same planner runs on the captured outputs of a past run
+(``raw/_fabric/<key>.txt`` and the exit codes in its results.json), never launching anything.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 import signal
 import subprocess
@@ -22,10 +39,16 @@ import time
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import parse_nccl_tests
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
-    ERROR, FAIL, PASS, check_result)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize
+    ERROR, FAIL, PASS, SKIP, check_result)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guard, _hostlist, _judge_nccl, _localize
 
 STAGE = "fabric"
+FULL_KEY = "full-allocation"
+_RAW_FOLDER = os.path.join("raw", "_" + STAGE)
+# Outcomes that are measurements the planner may judge (the others are not about the hardware).
+_MEASURED = ("ok", "timeout", "build", "wrong")
+_EVIDENCE_LINES = 6
 
 
 def launched_ranks(group, opts):
@@ -49,8 +72,17 @@ def group_command(group, opts):
     return argv + [str(a) for a in opts.get("launcher_args") or []] + binary
 
 
-def run_one(argv, timeout, env=None):
-    """Run argv in its own process group; kill the group at the timeout. Returns a record."""
+def raw_key(round_no, group, attempt=1):
+    """The name a group's output is kept (and replayed) under: round<N>-<node>-<node>[...]."""
+    key = "round%d-%s" % (round_no, "-".join(group))
+    return key if attempt == 1 else "%s.retry%d" % (key, attempt - 1)
+
+
+def run_one(argv, timeout, env=None, guard=None):
+    """Run argv in its own process group; kill the group at the timeout. Returns a record.
+
+    guard: a _guard.Guard that kills the group when the playbook that asked for it is gone.
+    """
     start = time.time()
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -58,11 +90,22 @@ def run_one(argv, timeout, env=None):
     except OSError as exc:
         return {"output": "", "rc": 127, "seconds": 0.0, "timed_out": False,
                 "error": "%s: cannot start: %s" % (argv[0], exc)}
+    if guard is not None:
+        guard.add(proc.pid)
+    try:
+        return _wait(proc, timeout, start)
+    finally:
+        if guard is not None:
+            guard.discard(proc.pid)
+
+
+def _wait(proc, timeout, start):
     try:
         out, _err = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
         timed_out = True
+        out = b""
         for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
             try:
                 os.killpg(proc.pid, sig)
@@ -78,139 +121,472 @@ def run_one(argv, timeout, env=None):
             "timed_out": timed_out, "error": None}
 
 
-def run_groups(groups, opts, env=None):
-    """Run every group concurrently (at most opts['concurrency'] at once); records in group order."""
-    records = [None] * len(groups)
-    slots = threading.Semaphore(max(1, int(opts.get("concurrency") or 1)))
+class Runner(object):
+    """Runs (or, replaying, reads) groups, and keeps every output under its key, on disk at once."""
 
-    def worker(i, group):
-        with slots:
-            argv = group_command(group, opts)
-            record = run_one(argv, float(opts["timeout"]), env)
-            record["command"] = argv
-            record["nodes"] = list(group)
-            records[i] = record
+    def __init__(self, opts, env=None):
+        self.opts = opts
+        self.env = env
+        self.raw = {}
+        self.replay_dir = opts.get("replay_dir") or ""
+        self.raw_dir = opts.get("raw_dir") or ""
+        self._index = None
+        self._lock = threading.Lock()
+        self.guard = None if self.replay_dir else _guard.Guard().start()
 
-    threads = [threading.Thread(target=worker, args=(i, g)) for i, g in enumerate(groups)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return records
+    # -- replay -------------------------------------------------------------------------
+    def _replay_index(self):
+        if self._index is None:
+            self._index = {}
+            try:
+                with open(os.path.join(self.replay_dir, "results.json")) as handle:
+                    self._index = (json.load(handle).get("raw") or {}).get("_" + STAGE) or {}
+            except (IOError, OSError, ValueError, AttributeError):
+                self._index = {}
+        return self._index
+
+    def _replayed(self, key, group):
+        folder = os.path.join(self.replay_dir, _RAW_FOLDER)
+        if not os.path.isdir(folder):
+            folder = os.path.join(self.replay_dir, "_" + STAGE)
+        path = os.path.join(folder, key + ".txt")
+        if not os.path.isfile(path):
+            return {"output": "", "rc": None, "seconds": None, "timed_out": False, "error": None, "missing": True}
+        with open(path, errors="replace") as handle:
+            text = handle.read()
+        command = None
+        if text.startswith("$ "):  # the launcher's command line the live run kept on top
+            first, _sep, text = text.partition("\n")
+            command = first[2:].split(" ")
+        meta = self._replay_index().get(key) or {}
+        complete = meta.get("complete", True)
+        return {"output": text, "rc": meta.get("rc", 0), "seconds": meta.get("seconds"),
+                "timed_out": complete is False, "error": None, "replayed_command": command}
+
+    # -- live -------------------------------------------------------------------------------
+    def _keep(self, key, record):
+        kept = {"output": "$ %s\n%s" % (" ".join(record.get("command") or []), record.get("output") or ""),
+                "rc": record.get("rc"), "seconds": record.get("seconds"),
+                "complete": not record.get("timed_out")}
+        if record.get("missing"):
+            return
+        if self.raw_dir:
+            # On disk as soon as it finished: a run killed later keeps every group that ran.
+            _write_atomic(os.path.join(self.raw_dir, key + ".txt"), kept["output"])
+            kept["output"] = None  # the callback indexes the file instead of writing it again
+        with self._lock:
+            self.raw[key] = kept
+
+    def run(self, groups_with_keys):
+        """Run [(key, group)] concurrently (bounded); records in order, each kept under its key."""
+        records = [None] * len(groups_with_keys)
+        slots = threading.Semaphore(max(1, int(self.opts.get("concurrency") or 1)))
+
+        def worker(i, key, group):
+            with slots:
+                argv = group_command(group, self.opts)
+                if self.replay_dir:
+                    record = self._replayed(key, group)
+                else:
+                    record = run_one(argv, float(self.opts["timeout"]), self.env, self.guard)
+                record["command"] = argv
+                record["nodes"] = list(group)
+                record["key"] = key
+                self._keep(key, record)
+                records[i] = record
+
+        threads = [threading.Thread(target=worker, args=(i, key, group))
+                   for i, (key, group) in enumerate(groups_with_keys)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return records
 
 
-def judge_run(record, opts, floor):
-    """Judge one group's run: (status ok|timeout|error, busbw or None, sentence, parsed)."""
+def _write_atomic(path, text):
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(tmp, path)
+
+
+def _tail(text, count=3):
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-count:]
+
+
+def judge_run(record, opts):
+    """What one group's run proves: {outcome, busbw, sentence, component, evidence, parsed}.
+
+    outcome is one of ok, timeout, build, wrong (measurements), infra, invalid (no measurement)
+    or missing (not in a replayed capture).
+    """
     group = record["nodes"]
     what = "%d-node %s" % (len(group), os.path.basename(opts["binary"]))
+    where = "%s over %s" % (what, _hostlist.compress_hostlist(group) if len(group) > 2 else ",".join(group))
+    out = {"busbw": None, "component": None, "evidence": [], "parsed": None}
+    if record.get("missing"):
+        out.update(outcome="missing", sentence="%s: not in the captured outputs (not replayable)" % where)
+        return out
     if record.get("error"):
-        return ERROR, None, record["error"], None
-    if record["timed_out"]:
-        return "timeout", None, "%s over %s hung: killed after %ss" % (what, ",".join(group), opts["timeout"]), None
-    parsed = parse_nccl_tests(record["output"])
+        out.update(outcome="infra", component="launcher", sentence="%s could not start: %s" % (where, record["error"]),
+                   evidence=[record["error"]])
+        return out
+    text = record.get("output") or ""
+    parsed = parse_nccl_tests(text)
+    out["parsed"] = parsed
+    found = classify_failure(text, record.get("rc"))
+    usable_rows = bool(parsed.get("rows"))
+    if found and (record.get("rc") not in (0, None) or record.get("timed_out") or not usable_rows):
+        out.update(outcome="infra", component=found["component"], evidence=[found["message"]],
+                   sentence="%s could not run: %s (%s): %s" % (where, found["cause"], found["component"],
+                                                                found["message"]))
+        return out
+    if record.get("timed_out"):
+        out.update(outcome="timeout", evidence=_tail(text),
+                   sentence="%s hung: killed after %ss" % (where, opts["timeout"]))
+        return out
     expected = launched_ranks(group, opts)
     runs = parsed.get("independent_runs") or 1
     if runs > 1 or (parsed.get("nranks") and parsed["nranks"] < expected and parsed.get("headers", 0) > 1):
-        per = parsed.get("nranks") or 0
-        return ERROR, None, ("%d ranks launched, nccl-tests reported %d independent runs of %d: built without MPI=1?"
-                             % (expected, runs, per)), parsed
-    if parsed.get("errors") and not parsed.get("rows"):
-        return ERROR, None, "%s: output unreadable (rc %s): %s" % (what, record["rc"], "; ".join(parsed["errors"][:3])), parsed
-    if parsed.get("nranks") != expected:
-        return ERROR, None, "%d ranks launched, nccl-tests reported %s" % (expected, parsed.get("nranks")), parsed
+        per = parsed.get("nranks") or 1
+        out.update(outcome="build", component="nccl-tests build",
+                   evidence=["%d ranks launched; the output holds %d independent %d-rank runs" % (expected, runs, per)],
+                   sentence="%s: nccl-tests built without MPI=1: %d one-rank runs instead of one %d-rank run"
+                   % (where, runs, expected) if per == 1 else
+                   "%s: nccl-tests built without MPI=1: %d independent %d-rank runs instead of one %d-rank run"
+                   % (where, runs, per, expected))
+        return out
+    if parsed.get("errors") and not usable_rows:
+        out.update(outcome="invalid", evidence=_tail(text),
+                   sentence="%s: output unreadable (rc %s): %s" % (where, record.get("rc"), "; ".join(parsed["errors"][:3])))
+        return out
     wrong = [e for e in parsed.get("errors") or [] if "wrong" in e or "Out of bounds" in e or "failure" in e.lower()]
     if wrong:
-        return ERROR, None, "%s returned wrong results: %s" % (what, "; ".join(wrong[:2])), parsed
+        out.update(outcome="wrong", component="data", evidence=wrong[:_EVIDENCE_LINES],
+                   sentence="%s returned wrong results: %s" % (where, "; ".join(wrong[:2])))
+        return out
+    if parsed.get("nranks") != expected:
+        out.update(outcome="invalid", component="launcher", evidence=_tail(text),
+                   sentence="%s: %d ranks launched, nccl-tests reported %s" % (where, expected, parsed.get("nranks")))
+        return out
+    implausible = []
+    check = getattr(_judge_nccl, "plausibility_errors", None)
+    if check is not None:
+        implausible = check(parsed, opts.get("max_busbw"))
+    if implausible:
+        out.update(outcome="invalid", evidence=implausible[:_EVIDENCE_LINES],
+                   sentence="%s: implausible value: %s" % (where, "; ".join(implausible[:2])))
+        return out
     if parsed.get("errors"):
-        return ERROR, None, "%s: %s" % (what, "; ".join(parsed["errors"][:3])), parsed
+        out.update(outcome="invalid", evidence=parsed["errors"][:_EVIDENCE_LINES],
+                   sentence="%s: %s" % (where, "; ".join(parsed["errors"][:3])))
+        return out
     busbw = parsed.get("large_msg_busbw")
     if busbw is None:
         busbw = parsed.get("avg_busbw")
-    return "ok", busbw, "%s busbw %.1f GB/s at large messages" % (what, busbw or 0), parsed
+    if busbw is None:
+        out.update(outcome="invalid", sentence="%s: no bus bandwidth in the output" % where)
+        return out
+    out.update(outcome="ok", busbw=busbw, sentence="%s busbw %.1f GB/s at large messages" % (what, busbw),
+               evidence=_large_rows(text, parsed))
+    return out
 
 
-def _full_allocation(nodes, opts, floor, env):
-    (record,) = run_groups([nodes], opts, env)
-    status, busbw, sentence, _parsed = judge_run(record, opts, floor)
-    if status == "ok" and floor is not None and busbw < floor:
-        result = check_result("full_allocation", FAIL, "%s, below the %s GB/s floor" % (sentence, floor),
-                              {"busbw": busbw, "floor": floor, "nodes": len(nodes)})
-    elif status == "ok":
-        result = check_result("full_allocation", PASS, sentence, {"busbw": busbw, "floor": floor, "nodes": len(nodes)})
+def _large_rows(text, parsed, count=3):
+    """The table rows of the largest messages, as printed (the parser keeps their line numbers)."""
+    lines = text.splitlines()
+    numbers = [r.get("line") for r in parsed.get("rows") or [] if isinstance(r.get("line"), int)]
+    return [lines[n - 1].strip() for n in numbers[-count:] if 0 < n <= len(lines)]
+
+
+def _planner_result(judged):
+    """The planner's view of a judged run, or None when the run measured nothing."""
+    outcome = judged["outcome"]
+    if outcome == "ok":
+        return {"status": "ok", "busbw": judged["busbw"], "note": judged["sentence"]}
+    if outcome == "timeout":
+        return {"status": "timeout", "busbw": None, "note": judged["sentence"]}
+    if outcome in ("build", "wrong"):
+        return {"status": "error", "busbw": None, "note": judged["sentence"]}
+    return None
+
+
+class _Fabric(object):
+    """One fabric stage: the runs, their judgements, the planner state, the infrastructure trail."""
+
+    def __init__(self, nodes, topology, opts, env):
+        self.nodes = nodes
+        self.opts = opts
+        self.runner = Runner(opts, env)
+        self.judged = {}        # raw key -> judge_run result (the last attempt)
+        self.infra_nodes = {}   # node -> judged infra/invalid result that left it unmeasured
+        self.infra_stop = None  # the judged result that stopped the stage
+        self.round_no = 0
+        self.rounds = []        # report view: [{round, groups: [...]}]
+        self.topology = topology
+
+    def attempt(self, items):
+        """Run [(key, group)], retrying once every run the infrastructure broke."""
+        records = self.runner.run(items)
+        results = {}
+        retry = []
+        for record in records:
+            judged = judge_run(record, self.opts)
+            results[record["key"]] = (record, judged)
+            if judged["outcome"] == "infra":
+                retry.append(record)
+        if retry and not self.opts.get("replay_dir"):
+            again = self.runner.run([(raw_key_retry(r["key"]), r["nodes"]) for r in retry])
+            for first, record in zip(retry, again):
+                results[first["key"]] = (record, judge_run(record, self.opts))
+        elif retry:  # replaying: the retries the live run made are in the capture too
+            keys = [(raw_key_retry(r["key"]), r["nodes"]) for r in retry]
+            again = self.runner.run(keys)
+            for first, record in zip(retry, again):
+                if not record.get("missing"):
+                    results[first["key"]] = (record, judge_run(record, self.opts))
+        return [results[key] for key, _group in items]
+
+    def run_round(self, groups):
+        self.round_no += 1
+        items = [(raw_key(self.round_no, g), list(g)) for g in groups]
+        outcomes = self.attempt(items)
+        view, results = [], []
+        broken = 0
+        for (key, group), (record, judged) in zip(items, outcomes):
+            self.judged[key] = judged
+            planner = _planner_result(judged)
+            if planner is None:
+                if judged["outcome"] in ("infra", "invalid"):
+                    broken += 1
+                    for node in group:
+                        self.infra_nodes[node] = judged
+            else:
+                planner["group"] = group
+                results.append(planner)
+                for node in group:
+                    self.infra_nodes.pop(node, None)
+            view.append({"nodes": list(group), "busbw": judged["busbw"], "key": record.get("key", key),
+                         "outcome": judged["outcome"], "note": judged["sentence"]})
+        self.rounds.append({"round": self.round_no, "groups": view})
+        if broken and broken == len(items) and any(j["outcome"] == "infra" for _r, j in outcomes):
+            self.infra_stop = next(j for _r, j in outcomes if j["outcome"] == "infra")
+        return results
+
+
+def raw_key_retry(key):
+    return key + ".retry1"
+
+
+def _check(check, status, message, metrics=None, component=None, node=None, evidence=None, raw=None, detail=None):
+    result = check_result(check, status, message, metrics, component=component, evidence=evidence)
+    result["node"] = node
+    result["stage"] = STAGE
+    result["raw"] = list(raw or [])
+    if detail:
+        result["detail"] = detail
+    return result
+
+
+def _error_stage(fabric, judged, checks, full=None):
+    """The stage ended on a broken launcher/scheduler/transport: one cluster error, nobody blamed."""
+    message = "the fabric stage could not run: %s" % judged["sentence"]
+    checks.append(_check("fabric.run", ERROR, message, {"outcome": judged["outcome"]}, component=judged["component"],
+                         evidence=judged["evidence"], raw=sorted(fabric.runner.raw)))
+    return {"component": judged["component"] or "launcher", "message": message,
+            "cause": judged["sentence"]}
+
+
+def _full_allocation(fabric, nodes, floor):
+    (record, judged), = fabric.attempt([(FULL_KEY, nodes)])
+    key = record.get("key", FULL_KEY)
+    metrics = {"nodes": len(nodes), "outcome": judged["outcome"]}
+    view = {"nodes": len(nodes), "busbw": judged["busbw"], "raw": key, "outcome": judged["outcome"]}
+    if judged["outcome"] == "ok":
+        metrics.update(busbw=judged["busbw"], floor=floor)
+        if floor is not None and judged["busbw"] < floor:
+            status, sentence = FAIL, "%s, below the %s GB/s floor" % (judged["sentence"], floor)
+        else:
+            status, sentence = PASS, judged["sentence"]
+    elif judged["outcome"] == "missing":
+        status, sentence = SKIP, judged["sentence"]
     else:
-        result = check_result("full_allocation", ERROR if status != "ok" else FAIL, sentence,
-                              {"nodes": len(nodes), "status": status})
-    result["node"] = None
-    result["component"] = "all %d nodes" % len(nodes)
-    return result, record
+        status, sentence = ERROR if judged["outcome"] in ("infra", "invalid", "build") else FAIL, judged["sentence"]
+    view["status"] = status
+    check = _check("full_allocation", status, sentence, metrics, component="all %d nodes" % len(nodes),
+                   evidence=judged["evidence"], raw=[key])
+    return check, judged, view
+
+
+def _group_status(test_result, outcome):
+    if outcome == "missing":
+        return "not_replayable"
+    if outcome in ("infra", "invalid"):
+        return "error"
+    if outcome == "timeout":
+        return "timeout"
+    return test_result or ("low" if outcome in ("build", "wrong") else "error")
+
+
+def _document(fabric, state, full_view, status, error, floor):
+    """The fabric block of results.json: what the report draws and the baseline compares."""
+    public = _localize.public_state(state) if state else {}
+    results = {}
+    for test in public.get("tests") or []:
+        results[(test["round"], tuple(test["group"]))] = test.get("result")
+    rounds = []
+    for entry in fabric.rounds:
+        groups = []
+        for group in entry["groups"]:
+            result = results.get((entry["round"], tuple(sorted(group["nodes"]))))
+            groups.append({"nodes": group["nodes"], "busbw": group["busbw"], "raw": group["key"],
+                           "status": _group_status(result, group["outcome"]), "note": group["note"]})
+        rounds.append({"round": entry["round"], "groups": groups})
+    nodes = {}
+    for node, info in sorted((public.get("nodes") or {}).items()):
+        verdict = info.get("verdict")
+        if node in fabric.infra_nodes and verdict in (_localize.UNTESTED, _localize.SUSPECT):
+            verdict = "error"
+        if error:
+            verdict = _localize.UNTESTED if verdict in (_localize.PINNED, _localize.SUSPECT) else verdict
+        nodes[node] = {"verdict": verdict, "leaf": info.get("leaf"), "evidence": list(info.get("evidence") or [])}
+    uplinks = dict((leaf, {"verdict": info.get("verdict"), "evidence": list(info.get("evidence") or [])})
+                   for leaf, info in sorted((public.get("uplinks") or {}).items()))
+    references = public.get("references") or {}
+    intra = references.get("intra") or {}
+    none = {"nodes": [], "uplinks": []}
+    return {"status": status, "error": error, "mode": public.get("mode"), "floor": floor,
+            "reference": intra.get("median"), "nodes": nodes, "uplinks": uplinks,
+            "leaves": public.get("leaves") or {}, "full_allocation": full_view,
+            "matrix": public.get("matrix") or {}, "rounds": rounds,
+            "summary": public.get("summary") or {}, "warnings": list(public.get("warnings") or []),
+            # A stage that ended on the infrastructure blames nobody, whatever it saw before.
+            "pinned": none if error else public.get("pinned") or none,
+            "suspects": none if error else public.get("suspects") or none,
+            "replayed": bool(fabric.opts.get("replay_dir"))}
+
+
+def _node_tests(fabric, node):
+    """The raw keys of the groups a node took part in, in order."""
+    keys = []
+    for entry in fabric.rounds:
+        for group in entry["groups"]:
+            if node in group["nodes"]:
+                keys.append(group["key"])
+    return keys
+
+
+def _cause_of(fabric, node):
+    """'build' or 'wrong' when every failing run the node took part in failed for that reason."""
+    outcomes = set()
+    for entry in fabric.rounds:
+        for group in entry["groups"]:
+            if node in group["nodes"] and group["outcome"] not in ("ok",):
+                outcomes.add(group["outcome"])
+    if outcomes and outcomes <= {"build"}:
+        return "build"
+    if outcomes and outcomes <= {"wrong"}:
+        return "wrong"
+    return None
 
 
 def fabric_stage(nodes, topology, opts, env=None):
     """Run the fabric stage; return {stage, checks, raw, document, failed_nodes}."""
     floor = opts.get("floor")
-    raw, checks = {}, []
+    checks = []
     nodes = sorted(nodes)
     if len(nodes) < 2:
-        return {"stage": STAGE, "checks": [check_result("full_allocation", PASS if nodes else ERROR,
-                                                        "fewer than 2 nodes passed the per-node stages: "
-                                                        "no multi-node test to run", {"nodes": len(nodes)})],
-                "raw": {}, "document": {}, "failed_nodes": []}
+        check = _check("full_allocation", SKIP if nodes else ERROR,
+                       "fewer than 2 nodes passed the per-node stages: no multi-node test to run",
+                       {"nodes": len(nodes)})
+        return {"stage": STAGE, "checks": [check], "raw": {}, "failed_nodes": [],
+                "document": {"status": check["status"], "error": None, "nodes": {}, "rounds": [], "matrix": {}}}
+    fabric = _Fabric(nodes, topology, opts, env)
+    full_view, error, state = None, None, None
     if opts.get("full_allocation", True):
-        full, record = _full_allocation(nodes, opts, floor, env)
-        checks.append(full)
-        raw["full-allocation"] = record
-    mode = opts.get("mode") or "adaptive"
-    config = dict(opts.get("localize") or {})
-    config.setdefault("floor", floor)
-    counter = {"round": 0}
+        full, judged, full_view = _full_allocation(fabric, nodes, floor)
+        if judged["outcome"] == "infra":
+            error = _error_stage(fabric, judged, checks)
+        else:
+            checks.append(full)
+    if error is None:
+        config = dict(opts.get("localize") or {})
+        config.setdefault("floor", floor)
+        state = _localize.new_state(nodes, topology, mode=opts.get("mode") or "adaptive",
+                                    seed=int(opts.get("seed") or 0), max_rounds=opts.get("max_rounds"), config=config)
+        while not state["done"]:
+            groups = _localize.plan_round(state)
+            if not groups:
+                break
+            results = fabric.run_round(groups)
+            if fabric.infra_stop is not None:
+                error = _error_stage(fabric, fabric.infra_stop, checks)
+                break
+            _localize.analyse_round(state, results)
+        state["done"] = True
+        _localize.refresh_evidence(state)
+    status = ERROR if error else PASS
+    failed = []
+    if error is None:
+        failed = _node_checks(fabric, state, nodes, checks)
+        _uplink_checks(state, checks)
+        status = max((c["status"] for c in checks), key=lambda s: {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}[s])
+    document = _document(fabric, state, full_view, status, error, floor)
+    return {"stage": STAGE, "checks": checks, "raw": fabric.runner.raw, "document": document,
+            "failed_nodes": sorted(failed)}
 
-    def run_round(groups):
-        counter["round"] += 1
-        records = run_groups(groups, opts, env)
-        results = []
-        for i, record in enumerate(records):
-            status, busbw, sentence, _parsed = judge_run(record, opts, floor)
-            raw["round%d-%s" % (counter["round"], "-".join(record["nodes"]))] = record
-            results.append({"group": record["nodes"], "busbw": busbw,
-                            "status": status if status in ("ok", "timeout") else "error", "note": sentence})
-        return results
 
-    state = _localize.localize(nodes, topology, run_round, mode=mode, seed=int(opts.get("seed") or 0),
-                               max_rounds=opts.get("max_rounds"), config=config)
-    document = _localize.public_state(state)
+def _node_checks(fabric, state, nodes, checks):
     failed = []
     for node in nodes:
         info = state["nodes"][node]
         verdict = info["verdict"]
-        evidence = info.get("evidence") or []
+        evidence = list(info.get("evidence") or [])
         metrics = {"verdict": verdict, "leaf": info.get("leaf")}
-        if verdict == _localize.PINNED:
+        component = node
+        cause = _cause_of(fabric, node)
+        infra = fabric.infra_nodes.get(node)
+        if verdict in (_localize.PINNED, _localize.SUSPECT) and cause == "build":
+            status, component = FAIL, "nccl-tests build"
+            message = "%s: nccl-tests built without MPI=1 (every run including it was independent one-rank " \
+                      "runs%s)" % (node, "; each partner passed with another node" if verdict == _localize.PINNED else "")
+        elif verdict in (_localize.PINNED, _localize.SUSPECT) and cause == "wrong":
+            status, component = FAIL, "%s data" % node
+            message = "%s: wrong results (#wrong / out of bounds) in every run including it" % node
+        elif verdict in (_localize.PINNED, _localize.SUSPECT):
             status = FAIL
-        elif verdict == _localize.SUSPECT:
-            status = FAIL
+            message = evidence[0] if evidence else "%s: %s" % (node, verdict)
+        elif infra is not None and verdict != _localize.CLEARED:
+            status, component = ERROR, infra["component"] or "launcher"
+            message = "%s: not measured: %s" % (node, infra["sentence"])
+            evidence = list(infra["evidence"]) + evidence
         elif verdict == _localize.UNTESTED:
-            status = ERROR
+            status = ERROR if not fabric.opts.get("replay_dir") else SKIP
+            message = evidence[0] if evidence else "%s: not tested" % node
+            if fabric.opts.get("replay_dir"):
+                message = "%s: not replayable: the captured outputs hold no test of it" % node
         else:
             status = PASS
-        message = evidence[0] if evidence else "%s: %s" % (node, verdict)
-        result = check_result("pair_bandwidth", status, message, metrics, component=node)
-        result["node"] = node
-        result["detail"] = "\n".join(evidence)
-        checks.append(result)
+            message = evidence[0] if evidence else "%s: %s" % (node, verdict)
+        checks.append(_check("pair_bandwidth", status, message, metrics, component=component, node=node,
+                             evidence=evidence[1:_EVIDENCE_LINES + 1] or evidence[:1], raw=_node_tests(fabric, node),
+                             detail="\n".join(evidence)))
         if status in (FAIL, ERROR):
             failed.append(node)
+    return failed
+
+
+def _uplink_checks(state, checks):
     for leaf, info in sorted((state.get("uplinks") or {}).items()):
         if info["verdict"] in (_localize.PINNED, _localize.SUSPECT):
             evidence = info.get("evidence") or []
-            result = check_result("leaf_uplink", FAIL, evidence[0] if evidence else "%s uplink degraded" % leaf,
-                                  {"verdict": info["verdict"]}, component="%s uplink" % leaf)
-            result["node"] = None
-            result["detail"] = "\n".join(evidence)
-            checks.append(result)
-    return {"stage": STAGE, "checks": checks, "raw": dict((k, _raw_record(v)) for k, v in raw.items()),
-            "document": document, "failed_nodes": sorted(failed)}
-
-
-def _raw_record(record):
-    return {"output": "$ %s\n%s" % (" ".join(record.get("command") or []), record.get("output") or ""),
-            "rc": record.get("rc"), "seconds": record.get("seconds"), "complete": not record.get("timed_out")}
+            checks.append(_check("leaf_uplink", FAIL, evidence[0] if evidence else "%s uplink degraded" % leaf,
+                                 {"verdict": info["verdict"]}, component="%s uplink" % leaf,
+                                 evidence=evidence[1:_EVIDENCE_LINES + 1], detail="\n".join(evidence)))

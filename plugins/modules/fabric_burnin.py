@@ -17,7 +17,11 @@ description:
     uplink is pinned or cleared, or the round limit is reached.
   - Judged on bus bandwidth at large messages against the floor and the peers, C(#wrong), the
     out-of-bounds check, and ranks reported equal to ranks launched (a build without MPI=1 shows
-    as several independent tables).
+    as several independent tables, and the node it concerns is named with that cause).
+  - A run the launcher, the scheduler or the transport broke (srun cannot reach slurmctld, PMIx or
+    MPI initialisation, ssh, a program not found, the OOM killer) measured nothing: it is run once
+    more, and when a whole round still fails the stage ends as an C(error) naming the component,
+    and no node or uplink is blamed.
   - Runs where the launcher runs (the login node or the Slurm controller), not on the GPU nodes.
   - In check mode nothing is launched; the first round's plan is returned.
 options:
@@ -106,6 +110,26 @@ options:
     description: Environment for the launcher (for example C(SLURM_CONF)).
     type: dict
     default: {}
+  max_busbw:
+    description:
+      - Bus bandwidth (GB/s) above which a multi-node result is physically implausible (the
+        profile's C(nccl.busbw_max_multi_node)); such a run measured nothing. 0 for no bound.
+    type: float
+    default: 0
+  replay_dir:
+    description:
+      - Judge the captured outputs of a past run instead of launching anything - its artifact
+        directory (C(raw/_fabric/<key>.txt) and the exit codes in its C(results.json)). The planner
+        asks for the same groups the live run did; a group the capture does not hold is reported
+        as not replayable, never as slow.
+    type: path
+    default: ""
+  raw_dir:
+    description:
+      - Write each run's output here (C(<key>.txt)) as soon as it finishes, so that a run killed
+        later keeps every group that ran. Usually C($GPUCLUSTER_RUN_DIR/raw/_fabric).
+    type: path
+    default: ""
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -162,6 +186,9 @@ def main():
             full_allocation=dict(type="bool", default=True),
             localize=dict(type="dict", default={}),
             environment=dict(type="dict", default={}),
+            max_busbw=dict(type="float", default=0),
+            replay_dir=dict(type="path", default=""),
+            raw_dir=dict(type="path", default=""),
         ),
         supports_check_mode=True,
     )
@@ -172,6 +199,9 @@ def main():
     opts = dict(params)
     opts["floor"] = params["floor"] or None
     opts["max_rounds"] = params["max_rounds"] or None
+    opts["max_busbw"] = params["max_busbw"] or None
+    if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
+        module.fail_json(msg="fabric_burnin: replay directory %s does not exist" % params["replay_dir"])
     topology = dict((n, v if isinstance(v, dict) else {"leaf": v}) for n, v in params["topology"].items())
     if module.check_mode:
         try:

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpucluster.acceptance contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Turn a run's check results into the verdict, results.json, junit.xml and the console summary.
+"""Renderers of a validated results.json: junit.xml, the console summary, the final message.
 
-Pure functions over plain data so the callback stays thin and the tests can call them directly.
-A check is {stage, node, check, status: pass|fail|error|skip, message, metrics, component}.
+Each is a pure function of the document (see _results): the counts, the failed nodes and the
+sentences are the document's own, so every artifact of a run says the same thing.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,41 +19,6 @@ except ImportError:  # the callback reports the missing library once instead of 
     HAS_JUNIT_XML = False
 
 BAD = ("fail", "error")
-# Worst status wins when a node's checks are summarised.
-_RANK = {"skip": 0, "pass": 1, "fail": 2, "error": 3}
-
-
-def worst(statuses):
-    """The worst of the statuses ('pass' for none)."""
-    best = "pass"
-    for status in statuses:
-        if _RANK.get(status, 3) > _RANK[best]:
-            best = status
-    return best
-
-
-def node_summary(checks, nodes=()):
-    """{node: {status, stages: {stage: status}, problems: [sentences]}} over every node seen."""
-    summary = dict((node, {"status": "pass", "stages": {}, "problems": []}) for node in nodes)
-    for check in checks:
-        node = check.get("node") or "cluster"
-        entry = summary.setdefault(node, {"status": "pass", "stages": {}, "problems": []})
-        stage = check.get("stage", "unknown")
-        entry["stages"][stage] = worst([entry["stages"].get(stage, "skip"), check["status"]])
-        if check["status"] in BAD:
-            entry["problems"].append("%s %s: %s" % (check["status"].upper(), stage, check.get("message", "")))
-    for entry in summary.values():
-        entry["status"] = worst(entry["stages"].values()) if entry["stages"] else "pass"
-        if entry["status"] == "skip":
-            entry["status"] = "pass"
-    return summary
-
-
-def verdict(checks):
-    """'pass' when no check failed or errored (and at least one ran), else 'fail'."""
-    if not checks:
-        return "fail"
-    return "fail" if any(c["status"] in BAD for c in checks) else "pass"
 
 
 def _case_name(check):
@@ -63,20 +28,34 @@ def _case_name(check):
     return name
 
 
-def junit_xml(checks, run_id, stage_order=()):
-    """junit.xml text: one suite per stage, one case per (stage, check, node[, component])."""
-    stages = list(stage_order) + sorted(set(c.get("stage", "unknown") for c in checks) - set(stage_order))
+def _failure_text(check):
+    """The evidence lines (what the verdict rests on), then the judge's longer detail."""
+    parts = list(check.get("evidence") or [])
+    if check.get("detail"):
+        parts.append(check["detail"])
+    return "\n".join(parts) or None
+
+
+def junit_xml(document):
+    """junit.xml: one suite per stage, one case per (stage, check, node[, component]).
+
+    The case's time is the time the tool(s) behind it took; a failure's or error's text is the
+    evidence lines; metrics are the case's stdout and the suite's properties.
+    """
+    checks = document.get("checks") or []
+    order = list(document.get("stages") or [])
+    order += sorted(set(c.get("stage", "unknown") for c in checks) - set(order))
     suites = []
-    for stage in stages:
+    for stage in order:
         cases, properties = [], {}
         for check in (c for c in checks if c.get("stage", "unknown") == stage):
             metrics = check.get("metrics") or {}
             case = TestCase(_case_name(check), classname=stage, elapsed_sec=check.get("seconds"),
                             stdout=json.dumps(metrics, sort_keys=True) if metrics else None)
             if check["status"] == "fail":
-                case.add_failure_info(message=check.get("message", ""), output=check.get("detail"))
+                case.add_failure_info(message=check.get("message", ""), output=_failure_text(check))
             elif check["status"] == "error":
-                case.add_error_info(message=check.get("message", ""), output=check.get("detail"))
+                case.add_error_info(message=check.get("message", ""), output=_failure_text(check))
             elif check["status"] == "skip":
                 case.add_skipped_info(message=check.get("message", ""))
             cases.append(case)
@@ -84,31 +63,35 @@ def junit_xml(checks, run_id, stage_order=()):
                 if isinstance(value, (int, float, str)) and not isinstance(value, bool):
                     properties["%s.%s.%s" % (check.get("node") or "cluster", check["check"], key)] = value
         if cases:
-            suites.append(TestSuite(stage, cases, id=run_id, package="gpucluster.acceptance",
+            suites.append(TestSuite(stage, cases, id=document["run"]["id"], package="gpucluster.acceptance",
                                     properties=properties or None))
     return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
 
 
-def summary_lines(checks, nodes, artifact_dir):
-    """The console summary: verdict, then each bad node with the stage and reason."""
-    per_node = node_summary(checks, nodes)
-    bad = sorted(n for n, e in per_node.items() if e["status"] in BAD)
-    lines = ["gpucluster.acceptance verdict: %s — %d node(s), %d check(s), %d bad node(s)"
-             % (verdict(checks).upper(), len([n for n in per_node if n != "cluster"]), len(checks), len(bad))]
-    for node in bad:
-        for problem in per_node[node]["problems"]:
+def verdict_message(document):
+    """The playbook's final sentence, from the document's verdict."""
+    verdict = document["verdict"]
+    if verdict["status"] == "pass":
+        return verdict["message"]
+    return "%s; see the summary above and %s" % (verdict["message"], "results.json")
+
+
+def summary_lines(document, artifact_dir):
+    """The console summary: the verdict, then each failed node and cluster problem with its stage."""
+    verdict = document["verdict"]
+    nodes = document.get("nodes") or {}
+    lines = ["gpucluster.acceptance verdict: %s — %d of %d node(s) failed, %d check(s)%s"
+             % (verdict["status"].upper(), verdict["nodes_failed"], verdict["nodes_total"],
+                len(document.get("checks") or []),
+                ", cluster-level problems" if verdict["cluster_failed"] else "")]
+    for node in verdict["failed_nodes"]:
+        entry = nodes.get(node) or {}
+        problems = entry.get("problems") or ["%s: no stage reported a result for this node" % entry.get("status")]
+        for problem in problems:
             lines.append("  %s %s" % (node, problem))
+    for problem in verdict["cluster_problems"]:
+        lines.append("  cluster %s" % problem)
+    if document["run"].get("state") != "complete":
+        lines.append("  (the run did not finish: results so far)")
     lines.append("artifacts: %s (report.html, junit.xml, results.json, metrics.prom, raw/)" % artifact_dir)
     return lines
-
-
-def results_document(run, checks, nodes, raw_index):
-    """The results.json document."""
-    return {
-        "schema": 1,
-        "run": run,
-        "verdict": verdict(checks),
-        "nodes": node_summary(checks, nodes),
-        "checks": checks,
-        "raw": raw_index,
-    }

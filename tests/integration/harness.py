@@ -16,6 +16,17 @@ import simcluster  # noqa: E402  (sim/ is not a package)
 VENV_BIN = Path(sys.executable).parent
 
 
+sys.path.insert(0, str(REPO / ".build" / "collections"))
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results  # noqa: E402
+
+
+def validated_results(path):
+    """results.json read back; every one a test produces must satisfy the results contract."""
+    document, problems = _results.load(str(path))
+    assert not problems, "%s breaks the results contract:\n  %s" % (path, "\n  ".join(problems))
+    return document
+
+
 class Run(object):
     """One finished ansible-playbook run: exit code, output, and the run's artifact directory."""
 
@@ -24,8 +35,10 @@ class Run(object):
         self.output = proc.stdout + proc.stderr
         runs = sorted(p for p in Path(artifacts_root).iterdir() if p.is_dir()) if Path(artifacts_root).exists() else []
         self.dir = runs[-1] if runs else None
-        self.results = json.loads((self.dir / "results.json").read_text()) if self.dir else None
+        self.results = validated_results(self.dir / "results.json") if self.dir else None
         self.junit = ET.parse(str(self.dir / "junit.xml")).getroot() if self.dir else None
+        if self.dir is not None:  # a finished run replaces its INCOMPLETE mark
+            assert (self.dir / "COMPLETE").exists() and not (self.dir / "INCOMPLETE").exists(), self.dir
 
     def bad(self):
         """{(node, stage)} of every failed or errored check."""
@@ -109,3 +122,28 @@ def spec(name, faults=(), unreachable=(), count=16, seed=7, **extra):
     }
     data.update(extra)
     return data
+
+
+def playbook_started(inventory, artifacts, *args, playbook_name="acceptance.yml", extra_env=None):
+    """Start ansible-playbook without waiting (to act on the run while it goes on): a Popen."""
+    cmd = [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / playbook_name)]
+    env = ansible_env(artifacts)
+    env.update(extra_env or {})
+    return subprocess.Popen(cmd + list(args), cwd=str(REPO), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(condition, timeout, what, interval=0.2):
+    """Poll condition() until it returns something true; fail naming what was awaited."""
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def run_dirs(artifacts):
+    return sorted(p for p in Path(artifacts).iterdir() if p.is_dir()) if Path(artifacts).exists() else []

@@ -50,15 +50,6 @@ def test_degraded_uplink_is_pinned_not_its_nodes(tmp_path):
     assert run.results["fabric"]["pinned"]["uplinks"] == ["leaf02"]
 
 
-def test_node_built_without_mpi_is_pinned_and_named(tmp_path):
-    run = fabric_run(tmp_path, "fnompi", [{"kind": "no_mpi", "node": "gpu011"}])
-    assert run.rc != 0
-    full = [c for c in fabric_checks(run) if c["check"] == "full_allocation"]
-    assert full and "independent runs" in full[0]["message"] and "built without MPI=1?" in full[0]["message"]
-    assert "128 ranks launched" in full[0]["message"]
-    assert set(c["node"] for c in fabric_checks(run) if c["node"]) == {"gpu011"}
-
-
 def test_hanging_all_reduce_is_a_fast_failure_pinned_to_its_node(tmp_path):
     run = fabric_run(tmp_path, "fhang", [{"kind": "hang", "node": "gpu004", "tool": "all_reduce_perf"}],
                      "-e", "check_fabric_timeout=8")

@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kill what a module launched when the playbook that asked for it is gone.
+
+A module that starts long-running process groups (the fabric stage's srun/mpirun runs) outlives
+a killed ansible-playbook: its worker and the module keep waiting for timeouts of many minutes.
+Guard watches the module's ancestors (the Ansible worker, ansible-playbook, what started it)
+and, when any of them is gone or a zombie, kills every process group registered with it and
+exits, so that no launcher is left running after a killed run. Linux /proc; elsewhere it
+watches nothing. Standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import signal
+import threading
+import time
+
+_LIMIT = 8
+
+
+def _stat(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        return None
+    # "pid (comm) state ppid ...": the command name may hold spaces and parentheses.
+    fields = text.rsplit(")", 1)[-1].split()
+    return fields if len(fields) >= 2 else None
+
+
+def alive(pid):
+    """True while pid exists and is not a zombie (an unreaped process still answers kill -0)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def ancestors(pid=None, limit=_LIMIT):
+    """The pids above pid (default: this process), nearest first, up to but not including pid 1."""
+    found = []
+    pid = os.getpid() if pid is None else pid
+    while len(found) < limit:
+        fields = _stat(pid)
+        if not fields:
+            break
+        try:
+            pid = int(fields[1])
+        except ValueError:
+            break
+        if pid <= 1:
+            break
+        found.append(pid)
+    return found
+
+
+class Guard(object):
+    """A daemon thread that kills the registered process groups once an ancestor is gone."""
+
+    def __init__(self, interval=1.0, grace=5.0, on_gone=None):
+        self.watched = ancestors()
+        self.groups = set()
+        self.interval = interval
+        self.grace = grace
+        self.on_gone = on_gone
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def add(self, pgid):
+        with self._lock:
+            self.groups.add(pgid)
+
+    def discard(self, pgid):
+        with self._lock:
+            self.groups.discard(pgid)
+
+    def start(self):
+        if self.watched and self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="gpucluster-guard")
+            self._thread.daemon = True
+            self._thread.start()
+        return self
+
+    def kill_all(self):
+        with self._lock:
+            groups = sorted(self.groups)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pgid in groups:
+                try:
+                    os.killpg(pgid, sig)
+                except OSError:
+                    pass
+            deadline = time.time() + self.grace
+            while sig == signal.SIGTERM and time.time() < deadline and any(alive(g) for g in groups):
+                time.sleep(0.1)
+
+    def _watch(self):
+        while True:
+            if not all(alive(pid) for pid in self.watched):
+                self.kill_all()
+                if self.on_gone is not None:
+                    self.on_gone()
+                os._exit(143)  # nobody is left to read this module's result
+            time.sleep(self.interval)

@@ -1,0 +1,237 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""results.json, the one results contract: build it, validate it, write it.
+
+The results callback assembles a run's checks, raw-output index and stage documents into one
+document (build_document), validates it against schemas/results.schema.json (JSON Schema draft
+2020-12) and writes it atomically. Every other artifact — junit.xml, report.html, metrics.prom,
+the console summary, the playbook's final message — is rendered from that validated document and
+nothing else, so they cannot disagree.
+
+Numbers: JSON has no NaN or Infinity. A non-finite number that reaches the builder (a judge bug)
+is written as null and named in run.warnings; the writer refuses any that remain.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import math
+import os
+import tempfile
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+
+SCHEMA_ID = "gpucluster.acceptance/results/2"
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                           "schemas", "results.schema.json")
+_MAX_REPORTED = 20
+
+try:
+    import jsonschema
+    HAS_JSONSCHEMA = True
+except ImportError:  # the callback says so once; it never writes an unvalidated document
+    jsonschema = None
+    HAS_JSONSCHEMA = False
+
+_VALIDATOR = []
+
+
+def _validator():
+    if not _VALIDATOR:
+        with open(SCHEMA_PATH) as handle:
+            schema = json.load(handle)
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        _VALIDATOR.append(cls(schema))
+    return _VALIDATOR[0]
+
+
+def _finite_problems(value, path, found):
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        found.append(path or "/")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _finite_problems(item, "%s/%s" % (path, key), found)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _finite_problems(item, "%s/%d" % (path, i), found)
+    return found
+
+
+def validate(document):
+    """[] when the document is a valid results.json, else sentences naming each problem."""
+    if not HAS_JSONSCHEMA:
+        return ["the jsonschema library is not installed: results.json cannot be validated"]
+    problems = ["%s: not a finite number (NaN or Infinity)" % p for p in _finite_problems(document, "", [])]
+    for error in sorted(_validator().iter_errors(document), key=lambda e: list(e.absolute_path))[:_MAX_REPORTED]:
+        where = "/".join(str(p) for p in error.absolute_path) or "(document)"
+        problems.append("%s: %s" % (where, error.message[:300]))
+    return problems[:_MAX_REPORTED]
+
+
+def finite(value, path="", replaced=None):
+    """A copy of value with every NaN/Infinity replaced by None (their paths appended to replaced)."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        if replaced is not None:
+            replaced.append(path or "/")
+        return None
+    if isinstance(value, dict):
+        return dict((str(k), finite(v, "%s/%s" % (path, k), replaced)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [finite(v, "%s/%d" % (path, i), replaced) for i, v in enumerate(value)]
+    return value
+
+
+_CHECK_KEYS = ("stage", "node", "check", "status", "message", "component", "evidence", "metrics",
+               "seconds", "raw", "tool", "detail")
+
+
+def _check_record(check):
+    """A check as results.json keeps it: the contract's keys only, empty optional ones left out."""
+    record = {}
+    for key in _CHECK_KEYS:
+        value = check.get(key)
+        if key in ("stage", "node", "check", "status", "message"):
+            record[key] = value if key == "node" or value is not None else ""
+        elif key == "component":
+            record[key] = None if value is None else str(value)
+        elif value not in (None, [], {}, ""):
+            record[key] = value
+    if record["status"] not in ("pass", "fail", "error", "skip"):
+        record["message"] = "%s (a judge returned the unknown status %r)" % (record["message"], record["status"])
+        record["status"] = "error"
+    record["message"] = str(record["message"])
+    return record
+
+
+def _rank_rows(checks):
+    """workload.ranks: one row per rank from the workload judge's per-rank checks."""
+    rows = {}
+    for check in checks:
+        if check.get("stage") != "workload" or check.get("check") != "workload.rank":
+            continue
+        metrics = check.get("metrics") or {}
+        rank = metrics.get("rank")
+        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0 or rank in rows:
+            continue
+        row = dict((k, v) for k, v in metrics.items() if k not in ("rank", "warning"))
+        row.update({"rank": rank, "node": check.get("node"), "status": check.get("status"),
+                    "flagged": check.get("status") in _run_state.BAD or bool(metrics.get("warning"))})
+        rows[rank] = row
+    return [rows[r] for r in sorted(rows)]
+
+
+def _curves(checks):
+    """nccl.curves: the single-node busbw curve each node's judge kept ([[bytes, GB/s], ...])."""
+    curves = {}
+    for check in checks:
+        if check.get("stage") == "nccl_single_node" and check.get("check") == "nccl.busbw" and check.get("node"):
+            curve = (check.get("metrics") or {}).get("curve")
+            if isinstance(curve, list) and curve:
+                curves[check["node"]] = curve
+    return curves
+
+
+def build_document(run, checks, targets=(), raw=None, documents=None, state="complete"):
+    """The results.json document of a run.
+
+    run: {id, playbook, started, finished, replay_of, profile}; checks: every check of the run
+    (per-node ones annotated with stage and node, cluster-wide ones with node None); targets:
+    every node the run targeted; raw: the raw-output index; documents: stage documents by name
+    (fabric, workload, baseline); state: 'running' while the run goes on, 'complete' at its end.
+    """
+    replaced = []
+    records = [_check_record(c) for c in finite(list(checks), "/checks", replaced)]
+    stages = []
+    for record in records:
+        if record["stage"] not in stages:
+            stages.append(record["stage"])
+    nodes = list(targets or ())
+    verdict = _run_state.run_verdict(records, nodes)
+    per_node, cluster = verdict.pop("nodes"), verdict.pop("cluster")
+    run_record = dict((k, v) for k, v in (run or {}).items()
+                      if k in ("id", "playbook", "started", "finished", "replay_of", "profile", "warnings"))
+    run_record["state"] = state
+    run_record["targets"] = sorted(set(str(n) for n in nodes))
+    run_record.setdefault("started", "")
+    run_record.setdefault("id", "run")
+    document = {
+        "schema": SCHEMA_ID,
+        "run": run_record,
+        "verdict": verdict,
+        "nodes": per_node,
+        "cluster": cluster,
+        "stages": stages,
+        "checks": records,
+        "raw": finite(raw or {}, "/raw", replaced),
+    }
+    for name, value in sorted((documents or {}).items()):
+        if name in ("fabric", "workload", "baseline") and isinstance(value, dict):
+            document[name] = finite(value, "/" + name, replaced)
+    ranks = _rank_rows(records)
+    if ranks:
+        workload = dict(document.get("workload") or {})
+        workload["ranks"] = ranks
+        workload.setdefault("unit", "ms")
+        document["workload"] = workload
+    curves = _curves(records)
+    if curves:
+        document["nccl"] = {"curves": curves}
+    if replaced:
+        warnings = list(run_record.get("warnings") or [])
+        warnings.append("not finite numbers written as null: %s%s" % (
+            ", ".join(replaced[:10]), " and %d more" % (len(replaced) - 10) if len(replaced) > 10 else ""))
+        run_record["warnings"] = warnings
+    return document
+
+
+def dumps(document):
+    """The document as compact JSON text (a line per check keeps it greppable and small)."""
+    head = dict((k, v) for k, v in document.items() if k != "checks")
+    text = json.dumps(head, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    checks = ",\n".join(json.dumps(c, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+                        for c in document.get("checks") or [])
+    # "checks" is spliced in as the last key, one check per line.
+    return "%s,\"checks\":[\n%s\n]}\n" % (text[:-1], checks) if head else "{\"checks\":[\n%s\n]}\n" % checks
+
+
+def write_atomic(path, text, mode=0o644):
+    """Write text to path through a temporary file in the same folder and a rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    handle, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(text.encode("utf-8") if not isinstance(text, bytes) else text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # the rename itself survives a crash once the folder is synced
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def load(path):
+    """(document, problems): a results.json read back and validated."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except (IOError, OSError, ValueError) as exc:
+        return None, ["%s: cannot be read: %s" % (path, exc)]
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA_ID:
+        return document, ["%s: not a %s document (schema %r)" % (
+            path, SCHEMA_ID, document.get("schema") if isinstance(document, dict) else None)]
+    return document, validate(document)

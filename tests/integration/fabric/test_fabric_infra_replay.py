@@ -1,0 +1,116 @@
+"""The fabric stage against a broken scheduler, and re-judged from its captured outputs alone."""
+import json
+import os
+import shutil
+import signal
+import types
+
+import pytest
+
+from harness import Run, SimRun, playbook, playbook_started, run_dirs, spec, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def fabric_checks(run, status=("fail", "error")):
+    return [c for c in run.results["checks"] if c["stage"] == "fabric" and c["status"] in status]
+
+
+def _step_running(tool):
+    """A process of a running Slurm step (its parent is slurmstepd) whose command names the tool."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
+            ppid = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[1]
+            parent = open("/proc/%s/comm" % ppid).read().strip()
+        except OSError:
+            continue
+        if tool in argv and parent == "slurmstepd":
+            return pid
+    return None
+
+
+def test_slurmctld_killed_mid_fabric_is_a_scheduler_error_and_blames_no_node(tmp_path):
+    # slurmctld dies while the full-allocation step runs (it finishes without it); every group of
+    # the first localisation round then fails to get an allocation, and so does its retry.
+    data = spec("fkill", count=8, tool_times={"all_reduce_perf": 3})
+    with SimRun(data, tmp_path) as sim:
+        proc = playbook_started(sim.inventory, sim.artifacts, "--tags", "fabric")
+        try:
+            wait_for(lambda: _step_running("all_reduce_perf"), 240, "the full-allocation step running")
+            pid = int((sim.run_dir / "pid" / "slurmctld.pid").read_text())
+            os.kill(pid, signal.SIGKILL)
+            out, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        first = run_dirs(sim.artifacts)
+        run = Run(types.SimpleNamespace(returncode=proc.returncode, stdout=out, stderr=err), sim.artifacts)
+    assert run.dir == first[0]
+    assert run.rc != 0
+    bad = fabric_checks(run)
+    assert [(c["check"], c["node"], c["component"]) for c in bad] == [("fabric.run", None, "scheduler")], bad
+    assert "Unable to contact slurm controller" in bad[0]["message"]
+    assert run.results["fabric"]["status"] == "error"
+    assert run.results["fabric"]["error"]["component"] == "scheduler"
+    assert run.results["fabric"]["pinned"] == {"nodes": [], "uplinks": []}
+    assert not [c for c in run.results["checks"] if c["check"] in ("leaf_uplink", "pair_bandwidth")
+                and c["status"] in ("fail", "error")]
+    assert run.results["verdict"]["failed_nodes"] == [] and run.results["verdict"]["cluster_failed"]
+    # the retry was made and kept with the first attempt
+    assert any(key.endswith(".retry1") for key in run.results["raw"]["_fabric"])
+
+
+def test_fabric_replays_from_captured_outputs_without_launching(tmp_path):
+    faults = [{"kind": "slow_node", "node": "gpu006", "factor": 0.5}]
+    with SimRun(spec("freplay", faults=faults), tmp_path) as sim:
+        live = sim.acceptance("--tags", "fabric")
+        inventory = sim.inventory
+    # The cluster is stopped: a replay that launched srun would fail, not pin gpu006 again.
+    replay = playbook(inventory, tmp_path / "replayed", "--tags", "fabric", "-e", "acceptance_replay_dir=%s" % live.dir)
+    for run in (live, replay):
+        assert run.rc != 0
+        assert run.results["fabric"]["pinned"] == {"nodes": ["gpu006"], "uplinks": []}
+
+    def view(run):
+        return sorted((c["check"], c["node"], c["status"], c["message"]) for c in fabric_checks(run, ("pass", "fail", "error", "skip")))
+    assert view(replay) == view(live)
+    assert [len(r["groups"]) for r in replay.results["fabric"]["rounds"]] == \
+        [len(r["groups"]) for r in live.results["fabric"]["rounds"]]
+    assert replay.results["run"]["replay_of"] == str(live.dir)
+    assert replay.results["verdict"] == live.results["verdict"]
+
+
+def test_a_round_missing_from_the_capture_is_not_replayable_never_slow(tmp_path):
+    with SimRun(spec("fpartial", count=8), tmp_path) as sim:
+        live = sim.acceptance("--tags", "fabric")
+        inventory = sim.inventory
+    assert live.rc == 0, live.output[-3000:]
+    captured = tmp_path / "captured"
+    shutil.copytree(str(live.dir), str(captured))
+    dropped = sorted((captured / "raw" / "_fabric").glob("round1-*.txt"))[0]
+    dropped.unlink()
+    replay = playbook(inventory, tmp_path / "replayed", "--tags", "fabric", "-e", "acceptance_replay_dir=%s" % captured)
+    groups = [g for r in replay.results["fabric"]["rounds"] for g in r["groups"]]
+    missing = [g for g in groups if g["status"] == "not_replayable"]
+    # The planner asks again for the nodes it could not judge: never captured, never replayable.
+    assert missing[0]["raw"] + ".txt" == dropped.name
+    assert set(n for g in missing for n in g["nodes"]) == set(dropped.stem.split("-")[1:])
+    assert not [c for c in fabric_checks(replay) if c["status"] == "fail"]
+    for node in missing[0]["nodes"]:
+        (check,) = [c for c in replay.results["checks"] if c["stage"] == "fabric" and c["node"] == node]
+        assert check["status"] in ("skip", "pass") and "slow" not in check["message"]
+
+
+def test_a_node_built_without_mpi_is_named_with_the_cause(tmp_path):
+    with SimRun(spec("fnompi2", count=8, faults=[{"kind": "no_mpi", "node": "gpu005"}]), tmp_path) as sim:
+        run = sim.acceptance("--tags", "fabric")
+    assert run.rc != 0
+    (node_check,) = [c for c in fabric_checks(run) if c["node"]]
+    assert node_check["node"] == "gpu005" and node_check["component"] == "nccl-tests build"
+    assert "built without MPI=1" in node_check["message"]
+    full = [c for c in fabric_checks(run) if c["check"] == "full_allocation"]
+    assert full and "built without MPI=1" in full[0]["message"]
+    assert "one-rank runs" in full[0]["message"] or "independent" in full[0]["message"]
+    assert "slow" not in node_check["message"] and "GB/s" not in node_check["message"]
+    assert json.dumps(run.results["fabric"]["pinned"]) == json.dumps({"nodes": ["gpu005"], "uplinks": []})

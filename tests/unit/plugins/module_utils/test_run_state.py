@@ -1,0 +1,71 @@
+"""The run's bookkeeping: the node-state fold, stale runs, fail-fast and the one verdict."""
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+
+
+def check(stage, node, status, name="x", message="m"):
+    return {"stage": stage, "node": node, "check": name, "status": status, "message": message}
+
+
+def test_fold_drops_a_state_of_another_run_and_records_failed_stages():
+    old = _run_state.fold_stage({}, "topology", [check("topology", "n", "fail")], node="n", run_id="old")
+    assert old["failed_stages"] == ["topology"]
+    new = _run_state.fold_stage(old, "dcgm", [check("dcgm", "n", "pass")], {"level": 3}, node="n", run_id="new")
+    assert new["run_id"] == "new"
+    assert new["failed_stages"] == []           # the old run's failure does not carry over
+    assert set(new["stages"]) == {"dcgm"}
+    assert new["stages"]["dcgm"] == {"status": "pass", "metrics": {"level": 3}}
+    again = _run_state.fold_stage(new, "gpu_health", [check("gpu_health", "n", "error")], node="n", run_id="new")
+    assert again["failed_stages"] == ["gpu_health"] and set(again["stages"]) == {"dcgm", "gpu_health"}
+
+
+def test_a_stage_with_only_skips_is_skip_and_not_failed():
+    state = _run_state.fold_stage({}, "dcgm", [check("dcgm", "n", "skip")], node="n")
+    assert state["stages"]["dcgm"]["status"] == "skip" and state["failed_stages"] == []
+
+
+def test_stage_failed_nodes_reads_states_of_this_run_only():
+    hostvars = {
+        "a": {"collect_node_state": _run_state.fold_stage({}, "topology", [check("topology", "a", "fail")], run_id="r")},
+        "b": {"ansible_facts": {"collect_node_state": _run_state.fold_stage({}, "topology", [check("topology", "b", "error")],
+                                                                              run_id="r")}},
+        "c": {"collect_node_state": _run_state.fold_stage({}, "topology", [check("topology", "c", "fail")], run_id="old")},
+        "d": {},
+    }
+    states = _run_state.node_states(hostvars, ["a", "b", "c", "d", "e"], run_id="r")
+    assert states["c"] is None and states["d"] is None and states["e"] is None
+    assert _run_state.stage_failed_nodes(states, "topology") == ["a", "b"]
+    assert _run_state.passed_nodes(states, ["a", "b", "c"]) == []
+    assert _run_state.passed_nodes({"x": None}, ["y", "x"]) == ["x", "y"]  # nobody reported: every target
+
+
+def test_a_node_failing_twice_counts_once_and_the_cluster_is_no_node():
+    checks = [check("topology", "gpu003", "fail"), check("nccl_single_node", "gpu003", "fail"),
+              check("preflight", "gpu016", "fail"), check("fabric", "gpu012", "fail"),
+              check("fabric", None, "fail", "full_allocation")]
+    checks += [check("topology", "gpu%03d" % i, "pass") for i in range(1, 17)]
+    verdict = _run_state.run_verdict(checks, ["gpu%03d" % i for i in range(1, 17)])
+    assert verdict["status"] == "fail"
+    assert verdict["nodes_total"] == 16
+    assert verdict["failed_nodes"] == ["gpu003", "gpu012", "gpu016"]
+    assert verdict["nodes_failed"] == 3
+    assert verdict["cluster_failed"] is True
+    assert verdict["message"] == ("3 of 16 node(s) failed acceptance: gpu003, gpu012, gpu016; "
+                                  "cluster-level problems in fabric")
+    assert "cluster" not in verdict["nodes"]
+
+
+def test_a_node_that_never_reported_fails_when_others_did():
+    verdict = _run_state.run_verdict([check("topology", "a", "pass")], ["a", "b"])
+    assert verdict["nodes"]["b"]["status"] == "untested"
+    assert verdict["failed_nodes"] == ["b"] and verdict["status"] == "fail"
+
+
+def test_nothing_checked_is_never_a_pass_and_all_pass_says_so():
+    assert _run_state.run_verdict([], ["a"])["status"] == "fail"
+    ok = _run_state.run_verdict([check("topology", "a", "pass"), check("dcgm", "a", "skip")], ["a"])
+    assert ok["status"] == "pass" and ok["message"] == "all 1 node(s) passed"
+
+
+def test_an_unknown_status_is_an_error():
+    verdict = _run_state.run_verdict([check("topology", "a", "warn")], ["a"])
+    assert verdict["nodes"]["a"]["status"] == "error" and verdict["failed_nodes"] == ["a"]
