@@ -58,22 +58,26 @@ class Run:
         return "Run(rc=%d)\n%s" % (self.rc, self.output[-6000:])
 
 
-def run_playbook(playbook, variables, tmp_path, check=False, timeout=300):
-    """ansible-playbook on localhost (local connection) with the variables as an extra-vars file."""
+def run_playbook(playbook, variables, tmp_path, check=False, timeout=300, path_prepend=None):
+    """ansible-playbook on localhost (local connection) with the variables as an extra-vars file;
+    path_prepend: a directory searched first for commands (stand-ins for host tools)."""
     vars_file = tmp_path / ("vars-%d.json" % len(list(tmp_path.glob("vars-*.json"))))
     vars_file.write_text(json.dumps(dict(variables, ansible_python_interpreter=sys.executable)))
     argv = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "localhost,", "-c", "local",
             "-e", "@" + str(vars_file), str(playbook)]
     if check:
         argv.append("--check")
-    proc = subprocess.run(argv, cwd=REPO, env=ansible_env(), capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    env = ansible_env()
+    if path_prepend:
+        env["PATH"] = os.pathsep.join([str(path_prepend), env["PATH"]])
+    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     return Run(proc)
 
 
-def run_role(role, variables, tmp_path, check=False):
+def run_role(role, variables, tmp_path, check=False, path_prepend=None):
     """One role on localhost through tests/integration/provision/playbooks/role.yml."""
-    return run_playbook(ROLE_PLAYBOOK, dict(variables, provision_test_role=role), tmp_path, check=check)
+    return run_playbook(ROLE_PLAYBOOK, dict(variables, provision_test_role=role), tmp_path, check=check,
+                        path_prepend=path_prepend)
 
 
 def dpkg_versions(*names):

@@ -3,7 +3,8 @@
 The provisioning roles install these through real apt, so version pinning, the fabric manager
 matching the driver, upgrades and idempotence are exercised for real on a machine without NVIDIA's
 repositories or a GPU. Each package is tiny: a VERSION file under /opt/gpucluster-standin/<name>/
-(the DCGM core package also ships a stand-in ``dcgmi`` there, never on PATH).
+(the DCGM core package also ships a stand-in ``dcgmi`` there, never on PATH). The running kernel's
+headers package, ``linux-headers-<uname -r>``, is there too: nvidia_driver installs it before the driver.
 
 The repository is flat (``deb [trusted=yes] file:<dir> /``): ``Packages`` and an unsigned
 ``Release`` are written here (no dpkg-dev needed; ``dpkg-deb`` builds the packages).
@@ -18,6 +19,8 @@ Usage: python standin_repo.py OUT_DIR   (prints OUT_DIR)
 import hashlib
 import json
 import os
+import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -53,6 +56,17 @@ exit 2
 """
 
 
+def headers_package(release=None):
+    """(name, version) of the headers package of the kernel (default: the running one), as Debian and
+    Ubuntu name it; None where the release cannot be part of a Debian package name."""
+    release = release or platform.release()
+    name = "linux-headers-" + release
+    if not re.match(r"^[a-z0-9][a-z0-9+.-]+$", name):
+        return None
+    upstream = re.match(r"[0-9]+(\.[0-9]+)*", release)
+    return name, (upstream.group(0) if upstream else "0") + "-1"
+
+
 def package_specs():
     """Every stand-in package: name, version, depends, conflicts, extra files {path: (text, mode)}."""
     specs = []
@@ -69,6 +83,9 @@ def package_specs():
         add("cuda-drivers-550", version, depends=["nvidia-driver-550 " + exact])
         add("nvidia-fabricmanager-550", version)  # like the real one: no dependency on the driver
         add("nvidia-persistenced", version)
+    headers = headers_package()
+    if headers:
+        add(*headers)
     for version in DCGM_VERSIONS:
         add("datacenter-gpu-manager-4-core", version,
             files={ROOT + "/bin/dcgmi": (DCGMI, 0o755)}, conflicts=["datacenter-gpu-manager"])
@@ -93,7 +110,8 @@ def build_deb(spec, workdir, out_dir):
         control.append("Depends: " + ", ".join(spec["depends"]))
     if spec["conflicts"]:
         control.append("Conflicts: " + ", ".join(spec["conflicts"]))
-    control.append("Description: stand-in for NVIDIA's %s (gpucluster.acceptance tests)" % spec["name"])
+    owner = "the distribution's" if spec["name"].startswith("linux-headers-") else "NVIDIA's"
+    control.append("Description: stand-in for %s %s (gpucluster.acceptance tests)" % (owner, spec["name"]))
     (tree / "DEBIAN" / "control").write_text("\n".join(control) + "\n")
     files = dict(spec["files"])
     files["%s/%s/VERSION" % (ROOT, spec["name"])] = (spec["version"] + "\n", 0o644)
@@ -134,6 +152,13 @@ def build(out_dir):
         for spec in specs:
             deb, control = build_deb(spec, work, out)
             entries.append(index_entry(deb, control, out))
+    write_index(out, entries)
+    stamp.write_text(fingerprint + "\n")
+    return out
+
+
+def write_index(out, entries):
+    """Packages (the entries) and an unsigned Release of a flat repository in out."""
     packages = "\n".join(entries).encode()
     (out / "Packages").write_bytes(packages)
     release = ["Origin: gpucluster-standin", "Label: gpucluster-standin", "Suite: ./", "Architectures: all",
@@ -141,7 +166,23 @@ def build(out_dir):
                "Description: stand-in NVIDIA packages for gpucluster.acceptance tests", "SHA256:"]
     release.append(" %s %d Packages" % (hashlib.sha256(packages).hexdigest(), len(packages)))
     (out / "Release").write_text("\n".join(release) + "\n")
-    stamp.write_text(fingerprint + "\n")
+
+
+def without(repo, out_dir, names):
+    """A copy of the built repository at repo without the packages `names` (a host whose package
+    sources lack them); the .debs are linked, not copied. Returns out_dir."""
+    repo, out = Path(repo).resolve(), Path(out_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for entry in (repo / "Packages").read_text().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in entry.strip().splitlines() if ": " in line)
+        if not fields or fields["Package"] in names:
+            continue
+        deb = fields["Filename"][len("./"):]
+        if not (out / deb).exists():
+            (out / deb).symlink_to(repo / deb)
+        entries.append(entry.strip("\n") + "\n")
+    write_index(out, entries)
     return out
 
 

@@ -72,7 +72,8 @@ def test_upgrade_moves_driver_and_fabric_manager_together_and_check_mode_changes
     assert dpkg_versions(*DRIVER_PACKAGES) == dict.fromkeys(DRIVER_PACKAGES, "550.127.05-1")
     assert "Pin: version 550.127.05-*" in STANDIN_FILES[1].read_text()
     assert "cannot enable or start nvidia-persistenced, nvidia-fabricmanager" in upgrade.output, upgrade
-    assert "the loaded-version check is skipped" in upgrade.output, upgrade
+    assert "no NVIDIA GPU on the PCI bus of localhost" in upgrade.output, upgrade
+    assert "the check that the nvidia module is loaded for the GPUs is skipped" in upgrade.output, upgrade
 
 
 def test_provision_playbook_runs_the_roles_in_order_and_check_mode_changes_nothing(clean_host, tmp_path):
