@@ -110,6 +110,7 @@ class CallbackModule(CallbackBase):
         self._run_dir = None
         self._run = {}
         self._warned = set()
+        self._written = (0, None)  # (checks, stage) at the last results.json written mid-run
 
     # -- run directory --------------------------------------------------------------------
     def _ensure_run_dir(self, run_id=None):
@@ -164,9 +165,18 @@ class CallbackModule(CallbackBase):
             self._write_results(state="running")
 
     def v2_playbook_on_task_start(self, task, is_conditional):
+        if not self._run_dir:
+            return
         # The verdict task reads results.json: it must hold everything the stages reported.
-        if self._run_dir and str(task.name or "").startswith(VERDICT_TASK_PREFIX):
+        if str(task.name or "").startswith(VERDICT_TASK_PREFIX):
             self._write_results(state="running")
+            return
+        # A new stage starting: the stages before it are done; keep what they found on disk, so a
+        # run killed later still has its results so far (once per stage, not once per task).
+        stage = _stage_of(task)
+        if len(self._checks) != self._written[0] and stage != self._written[1]:
+            self._write_results(state="running")
+            self._written = (len(self._checks), stage)
 
     def _note_node(self, node):
         if node and node not in self._seen and node != "localhost":
