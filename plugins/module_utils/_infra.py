@@ -63,6 +63,9 @@ _RULES = (
                r"|orte_ess_init failed|ompi_mpi_init: .*failed|It looks like MPI_INIT failed"
                r"|An error occurred in MPI_Init|MPI_Init(?:_thread)? failed|direct launched using \"srun\"",
      "MPI could not initialise"),
+    (LAUNCHER, r"There are not enough slots available in the system|mpirun was unable to launch the specified application"
+               r"|mpirun was unable to find the specified executable|ORTE_ERROR_LOG|PRTE_ERROR_LOG",
+     "mpirun could not start the ranks"),
     (LAUNCHER, r"execve\(\): .*: No such file or directory|: command not found$|gpucluster-collect: .*: command not found"
                r"|cannot execute binary file|exec format error|srun: error: Unable to exec",
      "the program is not installed where it was run"),

@@ -77,6 +77,37 @@ def _collection_errors(sections, tools):
     return problems
 
 
+def _launcher_words(checks, records, tools):
+    """Replace a tool's unreadable-output errors with the launcher's own words when it never ran.
+
+    A tool whose every check is an error (nothing was read from it) and whose output says the
+    launcher, scheduler or transport failed measured nothing: one error naming that component.
+    """
+    kept = []
+    replaced = set()
+    for tool in tools:
+        record = records.get(tool)
+        if not record or not (record.get("output") or "").strip():
+            continue
+        mine = [c for c in checks if c.get("tool", tool) == tool or (len(tools) == 1 and not c.get("tool"))]
+        if not mine or any(c["status"] != ERROR for c in mine):
+            continue
+        found = classify_failure(record["output"], record.get("rc"))
+        if found:
+            replaced.add(tool)
+            kept.append(check_result("collect", ERROR, "%s could not run: %s (%s): %s" % (
+                tool, found["cause"], found["component"], found["message"]),
+                {"tool": tool, "rc": record.get("rc")}, component=found["component"],
+                evidence=[found["message"]], tool=tool))
+    if not replaced:
+        return checks
+    for check in checks:
+        tool = check.get("tool") or (tools[0] if len(tools) == 1 else None)
+        if tool not in replaced:
+            kept.append(check)
+    return kept
+
+
 def _annotate(checks, stage, node, records, tools):
     """Give every check its stage, node, the raw outputs it rests on and the time they took."""
     present = [t for t in tools if t in records]
@@ -120,5 +151,6 @@ def judge_stage(state, stage, collected, profile, options=None, node="node", run
                                    % (stage, type(exc).__name__, exc))]
         if not checks:
             checks = [check_result("judge", ERROR, "the %s judge returned no results" % stage)]
+        checks = _launcher_words(checks, records, tools)
     _annotate(checks, stage, node, records, tools)
     return fold_stage(state, stage, checks, metrics, records, node=node, run_id=run_id)
