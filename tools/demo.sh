@@ -6,8 +6,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 spec=${DEMO_SPEC:-sim/clusters/demo.yml}
-run_dir=$repo/.build/sim/demo
-inventory=$repo/.build/sim/demo-inventory
+run_dir=${DEMO_RUN_DIR:-$repo/.build/sim/demo}
+inventory=${DEMO_INVENTORY:-$repo/.build/sim/demo-inventory}
+log=${DEMO_LOG:-$repo/.build/demo-playbook.log}
 export GPUCLUSTER_ARTIFACTS_DIR=${GPUCLUSTER_ARTIFACTS_DIR:-$repo/artifacts}
 export ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$repo/.build/collections
 py=$repo/.venv/bin/python
@@ -31,14 +32,15 @@ echo "== ansible-playbook playbooks/acceptance.yml -i $inventory"
 count_runs() { find "$GPUCLUSTER_ARTIFACTS_DIR" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l; }
 before=$(count_runs)
 start=$(date +%s)
-"$repo/.venv/bin/ansible-playbook" -i "$inventory/hosts.yml" playbooks/acceptance.yml "$@" > "$repo/.build/demo-playbook.log" 2>&1
+mkdir -p "$(dirname "$log")"
+"$repo/.venv/bin/ansible-playbook" -i "$inventory/hosts.yml" playbooks/acceptance.yml "$@" > "$log" 2>&1
 rc=$?
-echo "   (playbook exit $rc after $(( $(date +%s) - start )) s; full log: .build/demo-playbook.log)"
-sed -n '/^gpucluster.acceptance verdict/,$p' "$repo/.build/demo-playbook.log"
+echo "   (playbook exit $rc after $(( $(date +%s) - start )) s; full log: $log)"
+sed -n '/^gpucluster.acceptance verdict/,$p' "$log"
 latest=$(find "$GPUCLUSTER_ARTIFACTS_DIR" -mindepth 1 -maxdepth 1 -type d -printf '%T@ %p\n' 2>/dev/null | sort -n | tail -1 | cut -d' ' -f2-)
 after=$(count_runs)
 if [ -z "$latest" ] || [ "$after" -le "$before" ] || [ ! -s "$latest/results.json" ]; then
-    echo "demo: the run wrote no results; see .build/demo-playbook.log" >&2
+    echo "demo: the run wrote no results; see $log" >&2
     exit 1
 fi
 echo "== artifacts: $latest"

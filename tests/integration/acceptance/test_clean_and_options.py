@@ -12,7 +12,7 @@ def test_clean_cluster_passes(seed, tmp_path):
         run = sim.acceptance("--skip-tags", "fabric,workload")
     bad = run.bad_checks()
     assert run.rc == 0 and not bad, (bad, run.output[-2000:])
-    assert run.results["verdict"] == "pass"
+    assert run.results["verdict"]["status"] == "pass"
     assert set(run.results["nodes"]) == set("gpu%03d" % i for i in range(1, 7))
     assert "gpucluster.acceptance verdict: PASS" in run.output
 

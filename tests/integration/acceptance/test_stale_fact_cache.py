@@ -54,7 +54,7 @@ def test_states_cached_by_earlier_runs_do_not_count(tmp_path):
 
     with SimRun(spec("stale", count=3), tmp_path / "two") as sim:
         second = sim.acceptance(*SKIP, extra_env=env)
-    assert second.rc == 0 and second.results["verdict"] == "pass", second.output[-3000:]
+    assert second.rc == 0 and second.results["verdict"]["status"] == "pass", second.output[-3000:]
 
     with SimRun(spec("stale", count=3, unreachable=["gpu003"]), tmp_path / "three") as sim:
         third = sim.acceptance(*SKIP, extra_env=env)

@@ -1,0 +1,77 @@
+"""make demo, the cluster stopped, then a replay of its artifact directory: the same verdict.
+
+tools/demo.sh (what `make demo` runs) starts the 16-node demo cluster on real Slurm, runs
+acceptance.yml, and stops the cluster when it exits. Re-judging its artifact directory with no
+cluster running (nothing can launch: a live srun would fail) must give the same failed
+(node, stage) pairs, the same pinned nodes and uplinks, the same summary counts and the same
+final message.
+"""
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from harness import REPO, ansible_env, playbook, run_dirs, validated_results
+
+pytestmark = pytest.mark.integration
+
+
+def _final_message(output):
+    found = re.findall(r"\[ERROR\]: Task failed: Action failed: (.*)", output)
+    return found[-1].strip() if found else None
+
+
+def _summary(output):
+    return [line for line in output.splitlines() if line.startswith("gpucluster.acceptance verdict:")]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    work = tmp_path_factory.mktemp("demo")
+    env = ansible_env(work / "artifacts")
+    env.update(DEMO_RUN_DIR=str(work / "run"), DEMO_INVENTORY=str(work / "inventory"), DEMO_LOG=str(work / "demo.log"))
+    proc = subprocess.run([str(REPO / "tools" / "demo.sh")], cwd=str(REPO), env=env, capture_output=True, text=True,
+                          timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run,) = run_dirs(work / "artifacts")
+    # demo.sh stopped its cluster on the way out
+    status = subprocess.run([str(REPO / ".venv" / "bin" / "python"), str(REPO / "sim" / "clusterctl"), "status",
+                             "--run-dir", str(work / "run")], capture_output=True, text=True, check=False)
+    assert status.returncode == 1 and json.loads(status.stdout)["running"] is False, status.stdout
+    return work, run, (work / "demo.log").read_text()
+
+
+def _failed_pairs(results):
+    return sorted(set((c["node"] or "(cluster)", c["stage"]) for c in results["checks"] if c["status"] in ("fail", "error")))
+
+
+def test_replaying_the_demo_gives_the_same_verdict_without_a_cluster(demo, tmp_path):
+    work, live_dir, live_log = demo
+    live = validated_results(live_dir / "results.json")
+    replay = playbook(work / "inventory" / "hosts.yml", tmp_path / "artifacts",
+                      "-e", "acceptance_replay_dir=%s" % live_dir)
+    assert replay.rc == 2 and replay.results["run"]["replay_of"] == str(live_dir)
+    assert _failed_pairs(replay.results) == _failed_pairs(live)
+    assert replay.results["fabric"]["pinned"] == live["fabric"]["pinned"]
+    assert replay.results["fabric"]["pinned"]["nodes"] == ["gpu012"]
+    assert replay.results["verdict"] == live["verdict"]
+    assert _summary(replay.output) == _summary(live_log) and _summary(live_log)
+    assert _final_message(replay.output) == _final_message(live_log)
+    assert _final_message(live_log).startswith("7 of 16 node(s) failed acceptance: gpu003, gpu006, gpu009, gpu011, "
+                                               "gpu012, gpu014, gpu016")
+    # The demo's seven faults, each on its node and stage, and nothing else on a node.
+    assert set(n for n, _s in _failed_pairs(live) if n != "(cluster)") == {"gpu003", "gpu006", "gpu009", "gpu011", "gpu012",
+                                                            "gpu014", "gpu016"}
+
+
+def test_the_demo_summary_counts_each_failed_node_once(demo):
+    _work, live_dir, live_log = demo
+    live = validated_results(live_dir / "results.json")
+    (line,) = _summary(live_log)
+    assert line.startswith("gpucluster.acceptance verdict: FAIL — 7 of 16 node(s) failed, %d check(s)"
+                           % len(live["checks"]))
+    assert live["verdict"]["nodes_failed"] == len(live["verdict"]["failed_nodes"]) == 7
+    assert "cluster" not in live["nodes"] and len(live["nodes"]) == 16
+    assert os.path.exists(str(live_dir / "COMPLETE"))
