@@ -27,6 +27,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     lines_of, new_result, strip_launcher_prefix)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, join_names, mad, median, robust_z,
     warning_result)
@@ -496,7 +497,8 @@ def _gpu_note(record, gpus, opts, used=None, flagged=False):
 
 
 def _launcher_checks(opts):
-    stderr_lines = [l.strip() for l in str(opts.get("stderr") or "").splitlines() if l.strip()]
+    stderr = str(opts.get("stderr") or "")
+    stderr_lines = [l.strip() for l in stderr.splitlines() if l.strip()]
     tail = (": " + " | ".join(stderr_lines[-3:])) if stderr_lines else ""
     if opts.get("timed_out"):
         limit = opts.get("timeout")
@@ -505,6 +507,13 @@ def _launcher_checks(opts):
                         {"timeout": limit, "rc": opts.get("rc")})]
     rc = opts.get("rc")
     if rc not in (None, "", 0, "0"):
+        found = classify_failure(stderr, rc)
+        if found:  # the launcher, scheduler or transport failed: no rank is slow, nothing was measured
+            result = _result("workload.run", ERROR, "the workload could not run: %s (%s): %s"
+                             % (found["cause"], found["component"], found["message"]), {"rc": rc})
+            result["component"] = found["component"]
+            result["evidence"] = [found["message"]]
+            return [result]
         return [_result("workload.run", ERROR, "the workload exited with status %s%s" % (rc, tail), {"rc": rc})]
     return []
 

@@ -340,6 +340,18 @@ def test_crashed_rank_is_named():
     assert rank6 and rank6[0]["status"] == "error" and "NCCL error" in rank6[0]["message"]
 
 
+def test_a_launcher_that_lost_slurmctld_is_a_scheduler_error_and_no_rank_is_slow():
+    stderr = ("srun: error: Unable to allocate resources: Unable to contact slurm controller (connect failure)\n")
+    results = judge_workload(parse_workload_log(stderr), 8, {"rc": 1, "stderr": stderr,
+                                                             "nodes": ["gpu001", "gpu002"], "ranks_per_node": 4})
+    run = [r for r in results if r["check"] == "workload.run"][0]
+    assert run["status"] == "error" and run["component"] == "scheduler"
+    assert run["message"] == ("the workload could not run: slurmctld cannot be reached (scheduler): srun: error: "
+                              "Unable to allocate resources: Unable to contact slurm controller (connect failure)")
+    assert run["evidence"] == [stderr.strip()]
+    assert not [r for r in results if r["status"] == "fail"]
+
+
 def test_timeout_is_an_error():
     results = judge_workload(parse_workload_log(make_log(done=False, steps=4)), 8,
                              {"rc": 124, "timed_out": True, "timeout": 600})
