@@ -22,6 +22,11 @@ description:
     numbers) and DCGM 4.x (C(DCGM Diagnostic), C(entity_group)/C(entity_id) results,
     C(test_summary), C(entity_groups), C(metadata)) are understood, also with text printed
     before the document, null values, C(runtime_error) and C(--iterations) output.
+  - The level and the GPUs the run covered are read from the tests in the output (RV(level_run),
+    RV(gpu_ids), RV(gpu_count)), not from the command line or the configuration.
+  - Shell prompts, command echoes and C(srun --label) / C(mpirun --tag-output) prefixes are
+    dropped with a warning; C(Error ...) and crash lines before or after the output, results
+    that disagree about the GPUs, and C(NaN)/C(Infinity) in a JSON document are C(errors).
   - Garbled, truncated or empty input never raises; it returns C(errors) and C(overall=fail).
     Only a value that is not a string (for example the whole registered task result instead
     of its C(.stdout)) raises an error.
@@ -79,8 +84,40 @@ _value:
       description: Driver version printed in the output, or null.
       type: str
     level:
-      description: Run level (C(-r N)) when known from the option or an echoed command line.
+      description: >-
+        The run level requested (C(-r N)), from the option or an echoed command line; what was
+        asked for, not proof (see RV(level_run)).
       type: int
+    level_run:
+      description: >-
+        The level the output proves: the highest level (1-4) every test of which, and of the
+        levels below, ran (passed, warned or failed). Level 1 needs a deployment test, 2 adds
+        C(memory) and C(pcie), 3 C(diagnostic), C(memory_bandwidth), C(targeted_stress) and
+        C(targeted_power), 4 C(memtest) and C(pulse_test) (the suites of DCGM 2.x to 4.x).
+        Null when not even a deployment test ran.
+      type: int
+    level_listed:
+      description: The highest level any listed test belongs to, whether it ran or was skipped.
+      type: int
+    level_evidence:
+      description: The output lines (test rows, or JSON name and status lines) behind RV(level_run).
+      type: list
+      elements: str
+    gpu_ids:
+      description: >-
+        Sorted ids of the GPUs the run tested, as the output shows them (per-GPU results, GPU
+        Device Serials, entity groups); null when it does not name them all.
+      type: list
+      elements: int
+    gpu_count:
+      description: >-
+        How many GPUs the run tested (the GPU device ids of the Metadata, or the GPUs named);
+        null when the output does not show it.
+      type: int
+    gpu_evidence:
+      description: The output lines behind RV(gpu_ids) and RV(gpu_count).
+      type: list
+      elements: str
     overall:
       description: >-
         C(pass) only when there are tests, none failed, not every test was skipped and there
@@ -148,8 +185,18 @@ _value:
         line:
           description: Line of the test's first row (text output), else null.
           type: int
+        evidence:
+          description: >-
+            The output lines its verdict rests on: its row, the GPU rows that did not pass and
+            the warning rows (text), or its name and status lines (JSON).
+          type: list
+          elements: str
     errors:
       description: What could not be parsed, or what dcgmi reported as an error.
+      type: list
+      elements: str
+    error_lines:
+      description: The output lines the C(line N:) errors point at.
       type: list
       elements: str
     warnings:

@@ -14,12 +14,18 @@ description:
     C(alltoall_perf), C(broadcast_perf) and the other NVIDIA nccl-tests programs print, from the
     2017 format to the current one, into the result table, the rank list and a verdict.
   - "Tolerates the line prefixes of C(mpirun --tag-output) (V([1,0]<stdout>:)), C(srun --label)
-    (V( 0: )) and C(mpirun -prepend-rank) (V([0])), NCCL INFO/WARN lines, MPI help text and
-    failure messages anywhere, and values wider than their columns (cells are split on
-    whitespace)."
+    (V( 0: )) and C(mpirun -prepend-rank) (V([0])), shell prompts and command echoes, NCCL
+    INFO/WARN lines and MPI help text anywhere (each noted in RV(warnings)), and values wider
+    than their columns (cells are split on whitespace). Failure and crash lines, and table rows
+    that cannot be read, are RV(errors) next to what the rest of the output shows."
   - RV(passed) is true only when the run completed and was correct; every reason it is not is
     a sentence in RV(errors). Several independent runs in one output (nccl-tests built without
-    C(MPI=1) and launched with mpirun/srun) only add a warning; see RV(independent_runs).
+    C(MPI=1) and launched with mpirun/srun) only add a warning; see RV(independent_runs) and
+    RV(runs).
+  - No value in the result is NaN or infinite. A cell reading C(inf), C(nan) or a number too
+    large for a float (C(1e309)), a negative time, bandwidth or count, and a C(#wrong) that is
+    not a whole count are errors (C(implausible value)) and are named in the row's
+    C(problems).
   - Malformed, truncated or empty input never raises; it gives a result with RV(errors).
 options:
   _input:
@@ -64,8 +70,10 @@ _value:
           C(time_us), C(algbw), C(busbw) (GB/s), C(wrong) (count; null for N/A or when the
           table has the 2017-2022 float C(error)/C(res) column instead) and C(error) (that
           float, else null). Per-iteration columns add C(i_min_us), C(i_max_us), C(i_p99_us),
-          C(i_cv_pct). Times printed in milliseconds before 2019 are converted. C(line) is the
-          1-based line number.
+          C(i_cv_pct). Times printed in milliseconds before 2019 are converted. A cell that is
+          not a finite number is null. C(line) is the 1-based line number, C(text) the row as
+          printed (launcher prefix removed), C(problems) the implausible values of the row as
+          sentences (empty when none).
       type: list
       elements: dict
     avg_busbw:
@@ -90,7 +98,7 @@ _value:
       description: >-
         The C(Rank N Group G Pid P on HOST device D [BUS] NAME) lines as C(rank), C(group),
         C(pid), C(host), C(device), C(busid) (as printed, C(0x18) or C(0000:0f:00)), C(pci_bus)
-        (bus number) and C(gpu_name).
+        (bus number), C(gpu_name), C(line) and C(text) (the line as printed).
       type: list
       elements: dict
     nranks:
@@ -105,8 +113,25 @@ _value:
       type: int
     independent_runs:
       description: >-
-        How many separate runs (headers, restarts of the rank numbering, result tables) the output
-        holds; more than 1 for one launch means nccl-tests was built without MPI=1.
+        How many separate runs (headers, restarts of the rank numbering, result tables,
+        summaries; without any header, how often the size sweep repeats) the output holds; more
+        than 1 for one launch means nccl-tests was built without MPI=1.
+      type: int
+    runs:
+      description: >-
+        One entry per independent run: C(hosts) (from its rank lines, in order; empty when the
+        output has none), C(nranks) (ranks of that run; 1 when every row has busbw 0, the mark of
+        a one-rank communicator, and no rank lines say otherwise; null when unknown), C(line) and
+        C(text) of its first rank line (null when none).
+      type: list
+      elements: dict
+    header_text:
+      description: The first C(# nThread ...) header line as printed (C(#) removed), or null.
+      type: str
+    sweep_last_bytes:
+      description: >-
+        The largest size the header's sweep asks for (after any C(Reducing maxBytes)), or null
+        without a header.
       type: int
     version:
       description: nccl-tests version from C(# nccl-tests version X ...) (2025 on), else null.
@@ -188,13 +213,14 @@ _value:
     errors:
       description: >-
         Why the run is not a pass, one sentence each (missing summary, rows missing from a sweep,
-        nonzero #wrong, out-of-bounds values, failure lines with their line number, ...).
+        garbled rows, nonzero #wrong, out-of-bounds values, implausible values, failure and crash
+        lines with their line number, ...).
       type: list
       elements: str
     warnings:
       description: >-
         Things a person should know that do not fail the run (independent runs, NCCL WARN lines,
-        validation off, skipped garbled rows, ...).
+        validation off, launcher prefixes removed, shell prompts ignored, ...).
       type: list
       elements: str
 """

@@ -19,6 +19,13 @@ text itself:
   "entity_group_id", "entity_id", "status", "warnings", "info"}], "test_summary": {"status"}
   ...]}, "entity_groups": [...], "metadata": {"version", "Driver Version Detected"}}``.
 
+What the run covered is read from the tests themselves, never from the command line:
+``level_run`` is the highest level whose tests all ran (LEVEL_TESTS, the suites DCGM 2.x-4.x
+build), ``gpu_ids``/``gpu_count`` the GPUs the results, the Metadata device ids, the JSON serials
+or entity groups name; results that disagree about the GPUs, or a level test printed under the
+wrong section, are ``errors``. Shell prompts, command echoes and srun/mpirun prefixes are dropped
+with a warning; ``Error``/crash lines around the output and NaN/Infinity in JSON are ``errors``.
+
 Standard library only. Never raises on odd input: problems become ``errors`` and ``overall`` is
 then ``fail``.
 """
@@ -30,6 +37,9 @@ import json
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    is_crash_line,
+    is_shell_echo,
+    launcher_prefix,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -103,7 +113,10 @@ _STATUS_CELL = re.compile(
     r"^(pass|fail|skip|warn)(?:\s*-\s*(?:(all)|gpus?\s*:?\s*(\d+(?:\s*,\s*\d+)*)\s*,?))?\s*$",
     re.IGNORECASE)
 _ENTITY_CELL = re.compile(r"^(GPU|CPU|CPU_CORE|NvSwitch|SWITCH|LINK|VGPU|GPU_I|GPU_CI|NONE)"
-                          r"\s*(\d+)\s*:\s*([A-Za-z _]*)$", re.IGNORECASE)
+                          r"\s*(\d+)\s*:\s*([A-Za-z _]*|\S+)$", re.IGNORECASE)
+# A per-GPU status row of 2.x/3.x ("Fail - GPU: 1"), whatever its status word.
+_STATUS_LIKE = re.compile(r"^\S+\s+-\s+(?:all|gpus?\s*:\s*\d+(?:\s*,\s*\d+)*\s*,?)\s*$",
+                          re.IGNORECASE)
 _MESSAGE_NAME = re.compile(r"^(Warning|Error|Info)\s*(?::\s*([A-Za-z_]+)\s*(\d+))?\s*$",
                            re.IGNORECASE)
 _GPU_MENTION = re.compile(r"\bGPU\s?(\d{1,3})\b")
@@ -198,6 +211,13 @@ def _empty_result():
         counts={PASS: 0, FAIL: 0, WARN: 0, SKIP: 0},
         metadata={},
         runtime_error=None,
+        level_run=None,
+        level_listed=None,
+        level_evidence=[],
+        gpu_ids=None,
+        gpu_count=None,
+        gpu_evidence=[],
+        error_lines=[],
     )
 
 
@@ -306,6 +326,10 @@ class _TextParser(object):
                 self.result["dcgm_version"] = value or None
             elif lowered == "driver version detected":
                 self.result["driver_version"] = value or None
+            elif lowered == "gpu device ids detected":
+                # One PCI device id per GPU of the run (Diag.cpp prints diagResult.devIds).
+                self.result["_declared_count"] = len([p for p in value.split(",") if p.strip()])
+                self.result["_gpu_lines"].append(number)
             return
 
         message_name = _MESSAGE_NAME.match(name) if name else None
@@ -328,6 +352,11 @@ class _TextParser(object):
         status_cell = _STATUS_CELL.match(value)
         if status_cell and self.test is not None and (status_cell.group(2)
                                                       or status_cell.group(3)):
+            self._close_message()
+            self._status_row(number, self.test, value)
+            return
+        if self.test is not None and _STATUS_LIKE.match(value):
+            # "Fxil - GPU: 1": a per-GPU status row whose status word is unknown.
             self._close_message()
             self._status_row(number, self.test, value)
             return
@@ -368,6 +397,7 @@ class _TextParser(object):
         elif match.group(3):
             ids = [int(part) for part in re.split(r"\s*,\s*", match.group(3).strip()) if part]
             test["_rows"].append((status, ids, number))
+            test.setdefault("_gpu_lines", []).append(number)
             for gpu in ids:
                 test["gpu_results"][gpu] = _worst([status, test["gpu_results"].get(gpu, status)])
         else:
@@ -387,6 +417,7 @@ class _TextParser(object):
             previous = self.test["gpu_results"].get(entity_id, status)
             self.test["gpu_results"][entity_id] = _worst([status, previous])
             self.test["_entity_rows"] = True
+            self.test.setdefault("_gpu_lines", []).append(number)
         else:
             self.test.setdefault("entity_results", {})["%s%d" % (kind, entity_id)] = status
 
@@ -436,6 +467,11 @@ class _TextParser(object):
             return
         if line == _SUCCESS:
             return
+        echo = is_shell_echo(line)
+        if echo and self.open_at is None:
+            self.result["warnings"].append("line %d: shell prompt or command echo ignored: %s"
+                                           % (number, line[:120]))
+            return
         if self.open_at is not None:
             # Text inside a table that is not a row: the table was cut off before this line.
             self._close_message()
@@ -444,7 +480,8 @@ class _TextParser(object):
                 "line %d: the result table that began on line %d is cut off (no closing "
                 "border before this text)" % (number, self.open_at))
             self.open_at = None
-        if re.match(r"^(Error|ERROR)\b", line) or line.startswith("Aborting the iterative runs"):
+        if re.match(r"^(Error|ERROR)\b", line) or line.startswith("Aborting the iterative runs") \
+                or is_crash_line(line):
             self.result["errors"].append("line %d: dcgmi reported: %s" % (number, line))
 
     def finish(self, last_line):
@@ -548,11 +585,31 @@ def _json_locate(lines, result):
             if level:
                 if level.group(1).isdigit() and result["level"] is None:
                     result["level"] = int(level.group(1))
+            elif re.match(r"^(Error|ERROR)\b", stripped) or is_crash_line(stripped):
+                result["errors"].append("line %d: dcgmi reported: %s" % (number, stripped[:200]))
+            elif is_shell_echo(stripped):
+                result["warnings"].append("line %d: shell prompt or command echo ignored: %s"
+                                          % (number, stripped[:120]))
             else:
                 result["warnings"].append("line %d: text before the JSON document: %s"
                                           % (number, stripped[:200]))
         offset += len(raw) + 1
     return None, None
+
+
+def _decoder(result):
+    """A JSON decoder that refuses NaN, Infinity and numbers too large for a float."""
+    def constant(name):
+        result["errors"].append("the JSON document holds %s: not a value dcgmi writes" % name)
+
+    def number(text):
+        value = float(text)
+        if value != value or value in (float("inf"), float("-inf")):
+            result["errors"].append("the JSON document holds the number %s, too large for a "
+                                    "float: implausible value" % text[:40])
+            return None
+        return value
+    return json.JSONDecoder(parse_constant=constant, parse_float=number)
 
 
 def _parse_json(result, lines):
@@ -562,15 +619,19 @@ def _parse_json(result, lines):
         result["errors"].append("no JSON document found")
         return []
     try:
-        document, end = json.JSONDecoder().raw_decode(normalised[start:])
+        document, end = _decoder(result).raw_decode(normalised[start:])
     except ValueError as exc:
         result["errors"].append("line %d: invalid JSON (%s); the output looks truncated or "
                                 "is not a dcgmi diag -j document"
                                 % (first_line + getattr(exc, "lineno", 1) - 1, exc))
         return []
     trailing = normalised[start + end:].strip()
-    if trailing:
-        result["warnings"].append("text after the JSON document ignored: %s" % trailing[:200])
+    for line in trailing.splitlines():
+        line = line.strip()
+        if re.match(r"^(Error|ERROR)\b", line) or is_crash_line(line):
+            result["errors"].append("after the JSON document, dcgmi reported: %s" % line[:200])
+        elif line and not is_shell_echo(line):
+            result["warnings"].append("text after the JSON document ignored: %s" % line[:200])
     if not isinstance(document, dict):
         result["errors"].append("the JSON document is a %s, not a dcgmi diag object"
                                 % type(document).__name__)
@@ -641,12 +702,16 @@ def _parse_json_document(document, result):
     if isinstance(device_ids, list):
         result["metadata"]["GPU Device IDs"] = [str(item) for item in device_ids
                                                 if isinstance(item, (str, int))]
+        # One PCI device id per GPU of the run (JsonOutput::AddGpusAndDriverVersion).
+        result["_declared_count"] = max(result.get("_declared_count") or 0,
+                                        len(result["metadata"]["GPU Device IDs"]))
     serials = document.get("GPU Device Serials")
     if isinstance(serials, dict):
         for key in serials:
             gpu = _to_gpu_id(key)
             if gpu is not None:
                 result["_known"].add(gpu)
+                result["_declared"].add(gpu)
     groups = document.get("entity_groups")
     if isinstance(groups, list):
         for group in groups:
@@ -660,6 +725,7 @@ def _parse_json_document(document, result):
                     gpu = _to_gpu_id(entity.get("entity_id"))
                     if gpu is not None:
                         result["_known"].add(gpu)
+                        result["_declared"].add(gpu)
 
     runtime_error = diag.get("runtime_error")
     if isinstance(runtime_error, str) and runtime_error.strip():
@@ -740,6 +806,9 @@ def _parse_json_test(entry, category, index, result):
             is_gpu = (isinstance(group, str) and group.upper() == "GPU") or (
                 group is None and item.get("entity_group_id") in (1, None))
             entity_id = _to_gpu_id(item.get("entity_id"))
+            if is_gpu and entity_id is None and item.get("entity_id") is not None:
+                result["errors"].append("test %r: results[%d] has entity_id %r, not a GPU id"
+                                        % (name, res_index, item.get("entity_id")))
             if is_gpu and entity_id is not None:
                 gpus = [entity_id]
             elif entity_id is not None:
@@ -749,6 +818,12 @@ def _parse_json_test(entry, category, index, result):
             for key in ("gpu_ids", "gpu_id"):
                 if key in item:
                     gpus = _gpu_list(item.get(key))
+                    value = item.get(key)
+                    given = value if isinstance(value, list) else (
+                        [] if value is None else str(value).split(","))
+                    if len(gpus) != len([v for v in given if str(v).strip()]):
+                        result["errors"].append("test %r: results[%d] has %s %r, not a list of GPU "
+                                                "ids" % (name, res_index, key, value))
                     break
         test["_statuses"].append(status)
         for gpu in gpus:
@@ -889,6 +964,279 @@ def _finish(tests, result):
         result["overall"] = PASS
 
 
+# --------------------------------------------------------------------------------------------
+# What the run covered: the level and the GPUs, as the output proves them
+# --------------------------------------------------------------------------------------------
+
+# The tests each dcgmi diag level adds, by test key, as NvidiaValidationSuite::FillTestVectors
+# (nvvs/src/NvidiaValidationSuite.cpp, DCGM v2.1.4 to v4.6.0) builds the suites: level 1 runs
+# the deployment (software) tests only; 2 adds memory and pcie; 3 adds diagnostic,
+# memory_bandwidth, targeted_stress and targeted_power; 4 (2.4 on) adds memtest and pulse_test.
+# A level is proven when every one of its tests, and of the levels below, ran (passed, warned or
+# failed): a skipped or absent test proves nothing.
+LEVEL_TESTS = {
+    2: ("memory", "pcie"),
+    3: ("diagnostic", "memory_bandwidth", "targeted_stress", "targeted_power"),
+    4: ("memtest", "pulse_test"),
+}
+# Level-3 tests some runs add and others lack (2.x sm_stress; eud and cpu_eud only as root;
+# nvbandwidth since 4.0; nccl_tests and rist where installed): they prove nothing on their own.
+LEVEL_OPTIONAL_TESTS = {3: ("sm_stress", "eud", "cpu_eud", "nvbandwidth", "nccl_tests", "rist")}
+LEVEL_NAMES = {
+    1: "Deployment tests only",
+    2: "deployment, memory and PCIe tests",
+    3: "deployment, memory, PCIe, diagnostic and stress tests",
+    4: "deployment, memory, PCIe, diagnostic, stress, memtest and pulse tests",
+}
+# 2.x/3.x deployment tests: run once for the node, their results name no GPU (or only the one a
+# failure is about), so they say nothing about which GPUs were tested. 4.x has 'software'.
+_DEPLOYMENT_KEYS = frozenset((
+    "denylist", "nvml_library", "cuda_main_library", "cuda_toolkit_library",
+    "permissions_and_os_blocks", "permissions_and_os_related_blocks", "persistence_mode",
+    "environment_variables", "environmental_variables", "page_retirement_row_remap",
+    "graphics_processes", "inforom", "fabric_manager"))
+_RAN = (PASS, WARN, FAIL)
+# Where dcgmi prints each of those tests (Diag.cpp DISPLAY_HARDWARE/INTEGRATION/STRESS in 2.x and
+# 3.x; the plugin's test class in 4.x, which moved memtest to Hardware). A test under another
+# section is a damaged or edited output and proves nothing.
+_CATEGORIES = {
+    "memory": ("hardware",), "diagnostic": ("hardware",), "pulse_test": ("hardware",),
+    "pcie": ("integration",), "memory_bandwidth": ("stress",), "targeted_stress": ("stress",),
+    "targeted_power": ("stress",), "memtest": ("stress", "hardware"),
+}
+
+
+def _is_deployment(test):
+    return test.get("key") in _DEPLOYMENT_KEYS or test.get("key") == "software" \
+        or str(test.get("category") or "").lower() == "deployment"
+
+
+def level_gaps(tests, level):
+    """[(level, test key, 'missing'|'skipped')] keeping the output from proving ``level``.
+
+    Level 1 needs one deployment test that ran; every higher level needs each of its
+    LEVEL_TESTS to have run (the tests of the levels below included).
+    """
+    gaps = []
+    tests = [t for t in tests or [] if isinstance(t, dict)]
+    for step in range(1, (level or 0) + 1):
+        if step == 1:
+            deployment = [t for t in tests if _is_deployment(t)]
+            if not any(t.get("status") in _RAN for t in deployment):
+                gaps.append((1, "deployment", "skipped" if deployment else "missing"))
+            continue
+        for key in LEVEL_TESTS.get(step, ()):
+            found = [t for t in tests if t.get("key") == key]
+            placed = [t for t in found if _in_place(t)]
+            if not found:
+                gaps.append((step, key, "missing"))
+            elif not placed:
+                gaps.append((step, key, "misplaced"))
+            elif not any(t.get("status") in _RAN for t in placed):
+                gaps.append((step, key, "skipped"))
+    return gaps
+
+
+def _in_place(test):
+    """Whether a level test sits in the section dcgmi prints it in."""
+    allowed = _CATEGORIES.get(test.get("key"))
+    return allowed is None or str(test.get("category") or "").lower() in allowed
+
+
+def _misplaced_errors(tests, result):
+    for test in tests:
+        if test.get("category") and not _in_place(test):
+            result["errors"].append(
+                "test %r is listed under %s, dcgmi prints it under %s: the output is damaged"
+                % (test["name"], test["category"],
+                   " or ".join(c.title() for c in _CATEGORIES[test["key"]])))
+
+
+def proven_level(tests):
+    """The highest level (1-4) whose tests all ran, or None when not even level 1 did."""
+    proven = None
+    for level in (1, 2, 3, 4):
+        if [gap for gap in level_gaps(tests, level) if gap[0] == level]:
+            break
+        proven = level
+    return proven
+
+
+def _listed_level(tests):
+    """The highest level any test in the output belongs to (ran or not): what was asked for."""
+    listed = None
+    keys = set(t.get("key") for t in tests)
+    if any(_is_deployment(t) for t in tests):
+        listed = 1
+    for level in (2, 3, 4):
+        if keys & set(LEVEL_TESTS[level] + LEVEL_OPTIONAL_TESTS.get(level, ())):
+            listed = level
+    return listed
+
+
+def _json_name_lines(lines):
+    """Line number of each '"name" : "X"' in a JSON document, by name, in order."""
+    found = {}
+    for number, line in enumerate(lines, 1):
+        match = re.search(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"', line)
+        if match:
+            found.setdefault(match.group(1), number)
+    return found
+
+
+def _test_lines(test, lines, names):
+    """The row of a test (text), or its name line and the first status after it (JSON)."""
+    number = test.get("line")
+    if number and 0 < number <= len(lines):
+        return [lines[number - 1].strip()]
+    number = names.get(test.get("name"))
+    if not number or number > len(lines):
+        return []
+    found = [lines[number - 1].strip()]
+    for line in lines[number:number + 12]:
+        if '"status"' in line:
+            found.append(line.strip())
+            break
+    return found
+
+
+def _test_evidence(test, lines, names):
+    """The lines a test's verdict rests on: its row(s), GPU rows not passing, message rows."""
+    found = _test_lines(test, lines, names)
+    numbers = []
+    for number in test.get("_gpu_lines") or []:
+        row = lines[number - 1] if 0 < number <= len(lines) else ""
+        if not re.search(r"\bpass\b", row, re.IGNORECASE):
+            numbers.append(number)
+    numbers.extend(m["line"] for m in test.get("messages") or []
+                   if isinstance(m.get("line"), int) and m.get("level") in ("warning", "error"))
+    for number in sorted(set(numbers))[:8]:
+        if 0 < number <= len(lines) and lines[number - 1].strip() not in found:
+            found.append(lines[number - 1].strip())
+    return found
+
+
+def _level_evidence(tests, level, lines, names):
+    """The rows of the tests that prove the level (or show what stops it), highest level first;
+    of the deployment tests only the first."""
+    wanted = []
+    for step in range(min(level or 0, 3) + 1, 0, -1):
+        if step == 1:
+            wanted.extend([t for t in tests if _is_deployment(t)][:1])
+        else:
+            keys = LEVEL_TESTS.get(step, ())
+            wanted.extend(t for t in tests if t.get("key") in keys)
+    evidence = []
+    for test in wanted:
+        for line in _test_lines(test, lines, names):
+            if line not in evidence:
+                evidence.append(line)
+    return evidence
+
+
+def _gpu_sets(tests):
+    """{test name: GPU ids} for the tests whose results list every GPU they ran on."""
+    sets = {}
+    for test in tests:
+        if test.get("key") in _DEPLOYMENT_KEYS or not test.get("gpu_results"):
+            continue
+        sets[test["name"]] = set(test["gpu_results"])
+    return sets
+
+
+def _span(ids):
+    """'0-7', '0, 2, 3' for a sorted id list."""
+    ids = sorted(ids)
+    if ids and ids == list(range(ids[0], ids[-1] + 1)) and len(ids) > 2:
+        return "%d-%d" % (ids[0], ids[-1])
+    return ", ".join(str(i) for i in ids)
+
+
+def _coverage(result, tests, lines):
+    """level_run, level_listed, gpu_ids, gpu_count and their evidence, from the tests themselves."""
+    names = _json_name_lines(lines) if result["format"] == "json" else {}
+    for test in tests:
+        test["evidence"] = _test_evidence(test, lines, names)
+    _misplaced_errors(tests, result)
+    result["level_run"] = proven_level(tests)
+    result["level_listed"] = _listed_level(tests)
+    result["level_evidence"] = _level_evidence(
+        tests, max(result["level_run"] or 0, result["level_listed"] or 0), lines, names)
+
+    declared = set(result.pop("_declared", set()))
+    count = result.pop("_declared_count", None)
+    sets = _gpu_sets(tests)
+    named = set()
+    for test in tests:
+        for message in test.get("messages") or []:
+            match = _GPU_PREFIX.match(message.get("text") or "")
+            if match and message.get("level") in ("warning", "error", "info"):
+                named.add(int(match.group(1)))
+            if isinstance(message.get("gpu"), int):
+                named.add(message["gpu"])
+    listed = set().union(*sets.values()) if sets else set()
+    reference = declared or listed
+    for name, ids in sorted(sets.items()):
+        if reference and ids != reference:
+            result["errors"].append(
+                "test %r reports GPUs %s but the run tested GPUs %s: rows missing or damaged"
+                % (name, _span(ids), _span(reference)))
+    if declared:
+        stray = sorted((listed | named) - declared)
+        if stray:
+            result["errors"].append("GPU %s named in the results but not among the GPUs of the "
+                                    "run (%s)" % (_span(stray), _span(declared)))
+        if count is not None and count != len(declared):
+            result["errors"].append("the output lists %d GPU device ids but %d GPUs (%s)"
+                                    % (count, len(declared), _span(declared)))
+    seen = declared or listed or named
+    if count is not None and len(seen) > count:
+        result["errors"].append("the results name %d GPUs (%s) but the run lists %d GPU device "
+                                "ids" % (len(seen), _span(seen), count))
+    if declared:
+        ids = declared
+    elif listed:
+        ids = listed | named
+    elif named and count is not None and len(named) == count:
+        ids = named
+    else:
+        ids = None
+    result["gpu_ids"] = sorted(ids) if ids is not None else None
+    result["gpu_count"] = count if count is not None else (len(ids) if ids is not None else None)
+    result["gpu_evidence"] = _gpu_evidence(result, tests, lines)
+    # The lines the errors point at ("line 49: ..."), as evidence for the error check.
+    numbers = [int(m.group(1)) for m in (re.match(r"^line (\d+): ", e) for e in result["errors"])
+               if m]
+    result["error_lines"] = [lines[n - 1].strip() for n in numbers if 0 < n <= len(lines)
+                             and lines[n - 1].strip()][:12]
+
+
+def _gpu_evidence(result, tests, lines):
+    numbers = list(result.pop("_gpu_lines", []))
+    for test in tests:
+        gpu_lines = test.get("_gpu_lines") or []
+        if gpu_lines:
+            numbers.extend(gpu_lines)
+            break
+    if result["format"] == "json":
+        pattern = re.compile(r'"(?:gpu_ids?|entity_id|GPU Device IDs|GPU Device Serials)"')
+        numbers.extend(n for n, line in enumerate(lines, 1) if pattern.search(line))
+    return [lines[n - 1].strip() for n in sorted(set(numbers))[:12] if 0 < n <= len(lines)]
+
+
+def _without_prefixes(lines, result):
+    """The lines without srun --label / mpirun --tag-output prefixes (a warning says how many)."""
+    clean, prefixed = [], 0
+    for raw in lines:
+        prefix = launcher_prefix(raw)
+        if prefix:
+            prefixed += 1
+        clean.append(raw[len(prefix):])
+    if prefixed:
+        result["warnings"].append("launcher prefixes removed from %d lines" % prefixed)
+    return clean
+
+
 def _detect_format(lines):
     for raw in lines:
         stripped = strip_launcher_prefix(raw).strip()
@@ -909,11 +1257,14 @@ def parse_dcgm_diag(text, level=None):
     ``gpus``, ``all_gpus``, ``gpu_results``, ``details``, ``messages``, ``line``), ``overall``
     (``pass`` only when there are tests, none failed, not all were skipped and nothing could
     not be parsed), ``failed_gpus``, ``gpus`` (GPU ids seen), ``counts``, ``format``,
-    ``dcgm_version``, ``driver_version``, ``level``, ``metadata``, ``runtime_error``,
-    ``errors`` and ``warnings``.
+    ``dcgm_version``, ``driver_version``, ``level`` (requested, not proof), ``metadata``,
+    ``runtime_error``, ``level_run`` / ``level_listed`` / ``level_evidence`` (the level the
+    tests prove, the level of any listed test, the lines behind it), ``gpu_ids`` / ``gpu_count``
+    / ``gpu_evidence`` (the GPUs tested; None when the output does not show them), ``evidence``
+    per test, ``error_lines``, ``errors`` and ``warnings``.
     """
     result = _empty_result()
-    result["_known"] = set()
+    result.update(_known=set(), _declared=set(), _declared_count=None, _gpu_lines=[])
     try:
         if level is not None:
             try:
@@ -921,10 +1272,11 @@ def parse_dcgm_diag(text, level=None):
             except ValueError:
                 result["warnings"].append("level %r is not a number; ignored" % (level,))
         if text is None or not text.strip():
-            result.pop("_known", None)
+            for key in [k for k in result if k.startswith("_")]:
+                result.pop(key)
             result["errors"].append("empty input: no dcgmi diag output to parse")
             return result
-        lines = lines_of(text.lstrip("\ufeff"))
+        lines = _without_prefixes(lines_of(text.lstrip("\ufeff")), result)
         result["format"] = _detect_format(lines)
         if result["format"] == "json":
             tests = _parse_json(result, lines)
@@ -932,13 +1284,16 @@ def parse_dcgm_diag(text, level=None):
         else:
             tests = _parse_text(result, lines)
         _finish(tests, result)
+        _coverage(result, tests, lines)
+        if result["errors"]:
+            result["overall"] = FAIL
     except Exception as exc:  # pylint: disable=broad-except
         # A parser bug must not take the play down with a traceback: report it instead.
-        result.pop("_known", None)
         result["errors"].append("internal parser error (%s: %s); please report it with the input"
                                 % (type(exc).__name__, exc))
         result["overall"] = FAIL
-    result.pop("_known", None)
+    for key in [k for k in result if k.startswith("_")]:
+        result.pop(key)
     for test in result["tests"]:
         for key in [k for k in test if k.startswith("_")]:
             test.pop(key)

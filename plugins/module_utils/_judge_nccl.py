@@ -3,17 +3,32 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Judge an nccl-tests run (parse_nccl_tests result) against the profile's bus-bandwidth floors.
 
-- judge_nccl_single_node(nccl, profile): one node, all its GPUs (floor nccl.single_node_busbw_min)
+- judge_nccl_single_node(nccl, profile): one node, all its GPUs (floor nccl.single_node_busbw_min,
+  bound nccl.busbw_max_single_node)
 - judge_nccl_pair(nccl, profile, nodes=2): several nodes over the network
-  (floor nccl.multi_node_pair_busbw_min)
+  (floor nccl.multi_node_pair_busbw_min, bound nccl.busbw_max_multi_node)
+- plausibility_errors(parsed, max_busbw): the implausible values of a run, as sentences (the fabric
+  stage calls it for its multi-node runs)
 
-Checks:
-- nccl.parse        output missing, or unreadable for a reason other than a wrong result
-- nccl.correctness  #wrong > 0 in any row, Out of bounds values > 0
-- nccl.run          the test reported a failure (Test NCCL/CUDA failure, Avg bus bandwidth FAILED)
-- nccl.ranks        ranks in the run vs GPUs expected (one rank per GPU)
-- nccl.busbw        large-message bus bandwidth vs the floor
-For the comparison between nodes use _judge_uniformity.judge_peers on the busbw values.
+Checks (each with evidence: the output lines it rests on):
+- nccl.parse        output missing, or parts of it unreadable (garbled rows, missing summaries,
+                    header, rank lines); reported next to the findings of the readable rest
+- nccl.run          the test reported a failure (Test NCCL/CUDA failure, a crash, a launcher
+                    reporting a dead rank, Avg bus bandwidth FAILED)
+- nccl.correctness  fail: #wrong > 0 in any row, Out of bounds values > 0; error: validation off
+                    (-c 0), #wrong N/A where nccl-tests checks (both out-of-place and in-place;
+                    alltoall, alltoallv and sendrecv never check in-place), a #wrong that is not
+                    a whole count >= 0; pass only when every row was checked and the output is
+                    complete
+- nccl.plausibility error: a negative or non-finite time or bandwidth, a busbw above the profile's
+                    physical bound (implausible value)
+- nccl.ranks        ranks in the run vs GPUs expected (one rank per GPU); several independent
+                    runs in one output (nccl-tests built without MPI=1)
+- nccl.busbw        large-message bus bandwidth vs the floor; error when values are implausible
+                    or the largest messages are missing
+A finding (fail) is reported even when other parts of the output are unreadable; a pass only
+when the output is complete. For the comparison between nodes use
+_judge_uniformity.judge_peers on the busbw values.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,13 +37,26 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
-    ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, profile_get)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import parse_nccl_tests
+    ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names, is_number, profile_get)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
+    GIB, parse_nccl_tests)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import is_crash_line
 
-# Parser errors that describe a wrong or failed result (judged as fail), not unreadable output.
-_RESULT_ERRORS = re.compile(
-    r"#wrong is nonzero|Out of bounds values|Test (?:NCCL|CUDA) failure|Test failure|NCCL failure"
-    r"|Cuda failure|CUDA failure|reported FAILED|Avg bus bandwidth .* reported|more failure lines")
+# Bound used when a profile sets none: ten times the 1.8 TB/s (both directions together) that
+# NVLink 5, the fastest GPU interconnect of 2026, gives one GPU. No busbw can come near it.
+ABSOLUTE_MAX_BUSBW = 18000.0
+
+# nccl-tests sets reportErrors = 0 for the in-place run of these (src/alltoall.cu, alltoallv.cu,
+# sendrecv.cu): N/A there is by design, not validation switched off.
+_INPLACE_UNCHECKED = frozenset(("alltoall", "alltoallv", "sendrecv"))
+
+_LINE = re.compile(r"^line (\d+): (?:incomplete or garbled table row: )?(.*)$")
+_IMPLAUSIBLE = re.compile(r"implausible value|is not a whole count")
+_CORRECTNESS = re.compile(r"^#wrong is nonzero|^line \d+: Out of bounds values: ")
+_RUN = re.compile(
+    r"Test (?:NCCL|CUDA) failure|Test failure|NCCL failure|Cuda failure|CUDA failure"
+    r"|Invalid number of GPUs|Incompatible NCCL versions|is not supported by this test"
+    r"|exited on signal \d+|Segmentation fault|srun: error:|reported FAILED|more failure lines")
 
 
 def _tool(nccl):
@@ -45,8 +73,279 @@ def _size_text(size):
     return "%d B" % size
 
 
-def judge_nccl(nccl, profile, floor_key, expected_ranks, what):
-    """Common body: floor_key names the profile floor, what describes the run in messages."""
+def _rows(nccl):
+    return [row for row in nccl.get("rows") or [] if isinstance(row, dict)]
+
+
+def _sides(row):
+    for label, key in (("out-of-place", "oop"), ("in-place", "ip")):
+        side = row.get(key)
+        if isinstance(side, dict):
+            yield label, side
+
+
+def _where(row):
+    return "line %s (%s)" % (row.get("line"), _size_text(row.get("size")))
+
+
+def _row_text(row):
+    return row.get("text") or "%s %s %s" % (row.get("size"), row.get("count"), row.get("type"))
+
+
+def _error_lines(errors, nccl=None):
+    """The output lines parser errors point at ('line 14: <the line>')."""
+    printed = {}
+    for summary in (nccl or {}).get("summaries") or []:
+        if isinstance(summary, dict) and summary.get("text"):
+            printed[summary.get("line")] = summary["text"]
+    found = []
+    for error in errors:
+        match = _LINE.match(error)
+        if match:
+            found.append(printed.get(int(match.group(1)), match.group(2)))
+    return found
+
+
+def _classify(errors):
+    """(run failures, implausible values, unreadable parts) among the parser's errors."""
+    run, implausible, unreadable = [], [], []
+    for error in errors:
+        body = _LINE.match(error)
+        if _IMPLAUSIBLE.search(error):
+            implausible.append(error)
+        elif _CORRECTNESS.search(error):
+            continue   # judged from the rows and the summary themselves
+        elif _RUN.search(error) or (body and is_crash_line(body.group(2))):
+            run.append(error)
+        else:
+            unreadable.append(error)
+    return run, implausible, unreadable
+
+
+def _implausible(parsed, max_busbw):
+    """[(sentence, evidence line)] for every implausible value of a run."""
+    found = []
+    if not isinstance(parsed, dict):
+        return found
+    bound = max_busbw if is_number(max_busbw) and max_busbw > 0 else None
+    for row in _rows(parsed):
+        problems = row.get("problems")
+        for problem in problems or ():
+            if "#wrong" not in problem and " error " not in problem:
+                found.append(("%s: %s" % (_where(row), problem), _row_text(row)))
+        for label, side in _sides(row):
+            for name in ("time_us", "algbw", "busbw"):
+                value = side.get(name)
+                if value is None:
+                    continue
+                if not is_number(value):
+                    found.append(("%s: %s %s %r is not a finite number" % (
+                        _where(row), label, name, value), _row_text(row)))
+                elif value < 0 and problems is None:
+                    found.append(("%s: %s %s %s is negative" % (_where(row), label, name,
+                                                                fmt_num(value)), _row_text(row)))
+            busbw = side.get("busbw")
+            if bound is not None and is_number(busbw) and busbw > bound:
+                found.append(("%s: %s busbw %s GB/s exceeds the physical bound of %s GB/s"
+                              % (_where(row), label, fmt_num(busbw), fmt_num(bound)),
+                              _row_text(row)))
+    avg = parsed.get("avg_busbw")
+    if avg is not None and not is_number(avg):
+        found.append(("Avg bus bandwidth %r is not a finite number" % (avg,), "Avg bus bandwidth"))
+    elif bound is not None and is_number(avg) and avg > bound:
+        line = [s.get("text") for s in parsed.get("summaries") or []
+                if isinstance(s, dict) and s.get("kind") == "avg"]
+        found.append(("Avg bus bandwidth %s GB/s exceeds the physical bound of %s GB/s"
+                      % (fmt_num(avg), fmt_num(bound)), (line or ["Avg bus bandwidth"])[0]))
+    for summary in parsed.get("summaries") or []:
+        if isinstance(summary, dict) and summary.get("kind") == "oob":
+            value = summary.get("value")
+            if value is not None and (not is_number(value) or value < 0):
+                found.append(("line %s: Out of bounds values %r is not a count >= 0"
+                              % (summary.get("line"), value), summary.get("text") or ""))
+    return found
+
+
+def plausibility_errors(parsed, max_busbw):
+    """Sentences naming each implausible value of a parse_nccl_tests result; [] when none.
+
+    Implausible: a time, algbw or busbw that is negative or not a finite number (the parser
+    turns inf/nan/overflowing cells into None and names them in the row's problems), a busbw
+    (any row, or the Avg line) above max_busbw GB/s (the physical bound of the link; None or
+    <= 0: no bound), an Out of bounds count below 0.
+    """
+    return ["%s: implausible value" % sentence for sentence, _line in _implausible(parsed, max_busbw)]
+
+
+def _inplace_exempt(nccl, rows):
+    """Whether in-place N/A is nccl-tests' own choice for this collective."""
+    collective = nccl.get("collective")
+    if collective:
+        return collective in _INPLACE_UNCHECKED
+    # Before 2025 the output does not name the collective: accept the by-design pattern only,
+    # every in-place #wrong N/A while the out-of-place ones are counts.
+    inplace = [row["ip"] for row in rows if isinstance(row.get("ip"), dict)]
+    return bool(inplace) and all(side.get("wrong") is None and side.get("error") is None
+                                 for side in inplace) \
+        and all(is_number(row["oop"].get("wrong")) for row in rows if isinstance(row.get("oop"), dict))
+
+
+def _correctness(nccl, tool, rows, complete):
+    results = []
+    exempt = _inplace_exempt(nccl, rows)
+    wrong, unchecked, invalid = [], [], []
+    for row in rows:
+        problems = [p for p in row.get("problems") or () if "#wrong" in p or " error " in p]
+        if problems:
+            invalid.append((row, problems))
+        total = 0
+        for label, side in _sides(row):
+            count, deviation = side.get("wrong"), side.get("error")
+            if is_number(count) and count > 0:
+                total += count
+            checked = (is_number(count) and count >= 0) or (is_number(deviation) and deviation >= 0)
+            named = any(p.startswith(label + " ") for p in problems)
+            if not checked and not named and not (label == "in-place" and exempt):
+                unchecked.append((row, label))
+        if total:
+            wrong.append((row, total))
+    oob = nccl.get("out_of_bounds")
+    oob_lines = [s.get("text") for s in nccl.get("summaries") or []
+                 if isinstance(s, dict) and s.get("kind") == "oob" and s.get("text")]
+    if wrong:
+        total = sum(n for _row, n in wrong)
+        sizes = ", ".join(_size_text(row.get("size")) for row, _n in wrong[:4])
+        results.append(check_result(
+            "nccl.correctness", FAIL, "%s found %s wrong values in %d message sizes (%s%s): "
+            "data corruption on a GPU or link" % (tool, fmt_num(total), len(wrong), sizes,
+                                                  ", ..." if len(wrong) > 4 else ""),
+            {"wrong_rows": len(wrong), "wrong_values": total},
+            evidence=[_row_text(row) for row, _n in wrong]))
+    flagged = [s for s in nccl.get("summaries") or [] if isinstance(s, dict)
+               and s.get("kind") == "oob" and (s.get("status") or "OK") != "OK"]
+    if is_number(oob) and oob > 0:
+        results.append(check_result("nccl.correctness", FAIL, "%s reports %d out-of-bounds values"
+                                    % (tool, oob), {"out_of_bounds": oob}, evidence=oob_lines))
+    elif flagged:
+        results.append(check_result("nccl.correctness", FAIL, "%s marks its Out of bounds values "
+                                    "check %s" % (tool, flagged[0].get("status")),
+                                    {"out_of_bounds": oob}, evidence=oob_lines))
+    validation = nccl.get("validation")
+    if validation == 0:
+        results.append(check_result(
+            "nccl.correctness", ERROR, "%s ran with validation off (validation: 0, -c 0): "
+            "#wrong was not checked, correctness not proven" % tool, {"validation": 0},
+            evidence=[nccl.get("header_text")]))
+    elif unchecked:
+        shown = ", ".join("%s %s" % (_where(row), label) for row, label in unchecked[:4])
+        results.append(check_result(
+            "nccl.correctness", ERROR, "%s: #wrong is N/A in %d row sides (%s%s)%s: the results "
+            "were not checked, correctness not proven"
+            % (tool, len(unchecked), shown, ", ..." if len(unchecked) > 4 else "",
+               " although validation is on" if validation else ""),
+            {"unchecked": len(unchecked), "validation": validation},
+            evidence=[_row_text(row) for row, _label in unchecked]))
+    if invalid:
+        shown = "; ".join("%s: %s" % (_where(row), ", ".join(problems))
+                          for row, problems in invalid[:3])
+        results.append(check_result(
+            "nccl.correctness", ERROR, "%s: #wrong is not a whole count >= 0 in %d rows (%s%s): "
+            "implausible value, correctness not proven"
+            % (tool, len(invalid), shown, "; ..." if len(invalid) > 3 else ""),
+            {"invalid_rows": len(invalid)}, evidence=[_row_text(row) for row, _p in invalid]))
+    if not results and complete and rows and is_number(oob) and oob == 0:
+        results.append(check_result(
+            "nccl.correctness", PASS, "%s checked every row (validation on): no wrong or "
+            "out-of-bounds values in %d rows" % (tool, len(rows)),
+            {"out_of_bounds": oob, "rows": len(rows)},
+            evidence=[nccl.get("header_text")] + oob_lines))
+    return results
+
+
+def _ranks(nccl, tool, expected_ranks, complete):
+    results = []
+    nranks = nccl.get("nranks")
+    ranks = [r for r in nccl.get("ranks") or [] if isinstance(r, dict)]
+    rank_lines = [r.get("text") for r in ranks if r.get("text")]
+    runs = nccl.get("independent_runs")
+    if is_number(runs) and runs > 1:
+        listed = [run for run in nccl.get("runs") or [] if isinstance(run, dict)]
+        one_rank = listed and all(run.get("nranks") == 1 for run in listed)
+        hosts = []
+        for run in listed:
+            for host in run.get("hosts") or []:
+                if host not in hosts:
+                    hosts.append(host)
+        results.append(check_result(
+            "nccl.ranks", FAIL, "%s output holds %d independent runs (%s%s): the ranks did not "
+            "form one communicator; nccl-tests built without MPI=1?"
+            % (tool, runs, "%d one-rank runs" % runs if one_rank else "%d runs" % runs,
+               " on %s" % join_names(hosts) if hosts else ""),
+            {"runs": runs, "hosts": hosts, "one_rank_runs": bool(one_rank)},
+            evidence=[run.get("text") for run in listed if run.get("text")]
+            or [row.get("text") for row in _rows(nccl)[:4]]))
+        return results
+    if expected_ranks is None or not (ranks or _rows(nccl)):
+        return results   # nothing printed at all: nccl.parse says so
+    if not is_number(nranks) or nranks == 0:
+        results.append(check_result("nccl.ranks", ERROR, "%s: the number of ranks is unknown "
+                                    "(no rank lines)" % tool, {"expected": expected_ranks}))
+    elif nranks != expected_ranks:
+        results.append(check_result(
+            "nccl.ranks", FAIL, "%s ran on %d ranks, expected %d (one per GPU)"
+            % (tool, nranks, expected_ranks), {"found": nranks, "expected": expected_ranks},
+            evidence=rank_lines))
+    elif complete:
+        results.append(check_result("nccl.ranks", PASS, "%s ran on %d ranks" % (tool, nranks),
+                                    {"found": nranks, "expected": expected_ranks},
+                                    evidence=rank_lines[:1] + rank_lines[-1:]))
+    return results
+
+
+def _busbw(nccl, profile, floor_key, tool, what, rows, complete, implausible):
+    floor = profile_get(profile, floor_key)
+    busbw = nccl.get("large_msg_busbw")
+    low = nccl.get("large_msg_min_bytes")
+    large = [_row_text(row) for row in rows if is_number(low) and row.get("size", -1) >= low]
+    metrics = {"busbw": busbw if is_number(busbw) else None, "floor": floor,
+               "min_bytes": low if is_number(low) else None, "unit": "GB/s"}
+    if implausible:
+        return [check_result("nccl.busbw", ERROR, "%s: busbw not judged: implausible values in "
+                             "the table (%s)" % (tool, implausible[0][0]), metrics,
+                             evidence=[line for _s, line in implausible])]
+    if floor is None:
+        return [check_result("nccl.busbw", SKIP, "profile sets no %s floor" % floor_key, metrics)]
+    if not is_number(busbw):
+        if not rows:
+            return []   # nccl.parse says why
+        return [check_result("nccl.busbw", ERROR, "%s: no large-message bus bandwidth in the "
+                             "output" % tool, metrics)]
+    last = nccl.get("sweep_last_bytes")
+    largest = max([row.get("size") for row in rows if is_number(row.get("size"))] or [0])
+    if is_number(last) and largest < 0.75 * last:
+        return [check_result(
+            "nccl.busbw", ERROR, "%s: the rows of the largest messages are missing (largest "
+            "read %s, the sweep goes to %s): busbw not judged" % (tool, _size_text(largest),
+                                                                  _size_text(last)),
+            metrics, evidence=large)]
+    if not complete and not (is_number(low) and low >= GIB):
+        return []   # a damaged output without its large messages says nothing about the floor
+    at = " (messages of %s and up)" % _size_text(low) if is_number(low) else ""
+    partial = "" if complete else ", from the rows that could be read"
+    if busbw < floor:
+        return [check_result("nccl.busbw", FAIL, "%s%s busbw %s GB/s%s is below the %s GB/s "
+                             "floor%s" % (tool, what, fmt_num(busbw), at, fmt_num(floor), partial),
+                             metrics, evidence=large)]
+    if not complete:
+        return []   # a pass needs the whole output
+    return [check_result("nccl.busbw", PASS, "%s%s busbw %s GB/s%s meets the %s GB/s floor"
+                         % (tool, what, fmt_num(busbw), at, fmt_num(floor)), metrics,
+                         evidence=large)]
+
+
+def judge_nccl(nccl, profile, floor_key, expected_ranks, what, bound_key=None):
+    """Common body: floor_key names the profile floor, bound_key the physical busbw bound,
+    what describes the run in messages."""
     tool = _tool(nccl)
     if nccl is None:
         return [check_result("nccl.parse", ERROR, "nccl-tests: no output was collected",
@@ -55,95 +354,47 @@ def judge_nccl(nccl, profile, floor_key, expected_ranks, what):
         return [check_result("nccl.parse", ERROR, "nccl-tests: expected a parsed result (dict), "
                              "got %s" % type(nccl).__name__, {"tool": "nccl-tests"})]
     errors = [str(e) for e in nccl.get("errors") or []]
-    other = [e for e in errors if not _RESULT_ERRORS.search(e)]
-    result_errors = [e for e in errors if _RESULT_ERRORS.search(e)]
-    rows = nccl.get("rows") or []
+    run_errors, _implausible_errors, unreadable = _classify(errors)
+    rows = _rows(nccl)
+    if not rows and not unreadable:
+        unreadable = ["no result rows"]
+    complete = not unreadable
+    bound = profile_get(profile, bound_key) if bound_key else None
+    implausible = _implausible(nccl, bound if is_number(bound) else ABSOLUTE_MAX_BUSBW)
     results = []
-
-    # Correctness first: a wrong result is a failure even when the rest is unreadable.
-    wrong_rows = []
-    for row in rows:
-        counts = [side.get("wrong") for side in (row.get("oop"), row.get("ip"))
-                  if isinstance(side, dict) and is_number(side.get("wrong"))]
-        if any(c > 0 for c in counts):
-            wrong_rows.append((row.get("size"), sum(c for c in counts if c > 0)))
-    oob = nccl.get("out_of_bounds")
-    if wrong_rows:
-        total = sum(n for _s, n in wrong_rows)
-        sizes = ", ".join(_size_text(s) for s, _n in wrong_rows[:4])
-        results.append(check_result(
-            "nccl.correctness", FAIL, "%s found %d wrong values in %d message sizes (%s%s): "
-            "data corruption on a GPU or link" % (tool, total, len(wrong_rows), sizes,
-                                                  ", ..." if len(wrong_rows) > 4 else ""),
-            {"wrong_rows": len(wrong_rows), "wrong_values": total}))
-    if is_number(oob) and oob > 0:
-        results.append(check_result("nccl.correctness", FAIL, "%s reports %d out-of-bounds values"
-                                    % (tool, oob), {"out_of_bounds": oob}))
-    run_errors = [e for e in result_errors if not re.search(r"#wrong|Out of bounds", e)]
     if run_errors:
         shown = "; ".join(run_errors[:2])
         if len(run_errors) > 2:
             shown += "; and %d more" % (len(run_errors) - 2)
         results.append(check_result("nccl.run", FAIL, "%s failed: %s" % (tool, shown),
-                                    {"errors": run_errors}))
-    if other:
-        results.append(check_result("nccl.parse", ERROR, "%s: output unreadable: %s"
-                                    % (tool, "; ".join(other)), {"tool": tool, "errors": other}))
-        return results
-    if not rows:
-        results.append(check_result("nccl.parse", ERROR, "%s: no result rows" % tool,
-                                    {"tool": tool}))
-        return results
-    if not any(r["check"] == "nccl.correctness" for r in results):
-        results.append(check_result("nccl.correctness", PASS, "%s: no wrong or out-of-bounds "
-                                    "values" % tool, {"out_of_bounds": oob}))
-
-    nranks = nccl.get("nranks")
-    if expected_ranks is not None:
-        if not is_number(nranks) or nranks == 0:
-            results.append(check_result("nccl.ranks", ERROR, "%s: the number of ranks is unknown"
-                                        % tool, {"expected": expected_ranks}))
-        elif nranks != expected_ranks:
-            results.append(check_result(
-                "nccl.ranks", FAIL, "%s ran on %d ranks, expected %d (one per GPU)"
-                % (tool, nranks, expected_ranks), {"found": nranks, "expected": expected_ranks}))
-        else:
-            results.append(check_result("nccl.ranks", PASS, "%s ran on %d ranks" % (tool, nranks),
-                                        {"found": nranks, "expected": expected_ranks}))
-    runs = nccl.get("independent_runs")
-    if is_number(runs) and runs > 1:
+                                    {"errors": run_errors}, evidence=_error_lines(run_errors, nccl)))
+    results.extend(_correctness(nccl, tool, rows, complete))
+    if implausible:
+        shown = "; ".join(sentence for sentence, _line in implausible[:3])
+        if len(implausible) > 3:
+            shown += "; and %d more" % (len(implausible) - 3)
         results.append(check_result(
-            "nccl.ranks", FAIL, "%s output holds %d independent runs: the ranks did not form one "
-            "communicator (nccl-tests built without MPI=1?)" % (tool, runs), {"runs": runs}))
-
-    floor = profile_get(profile, floor_key)
-    busbw = nccl.get("large_msg_busbw")
-    if floor is None:
-        results.append(check_result("nccl.busbw", SKIP, "profile sets no %s floor" % floor_key,
-                                    {"busbw": busbw}))
-    elif not is_number(busbw):
-        results.append(check_result("nccl.busbw", ERROR, "%s: no large-message bus bandwidth in "
-                                    "the output" % tool, {"floor": floor}))
-    else:
-        metrics = {"busbw": busbw, "floor": floor, "min_bytes": nccl.get("large_msg_min_bytes"),
-                   "unit": "GB/s"}
-        sizes = nccl.get("large_msg_min_bytes")
-        at = " (messages of %s and up)" % _size_text(sizes) if is_number(sizes) else ""
-        if busbw < floor:
-            results.append(check_result(
-                "nccl.busbw", FAIL, "%s%s busbw %s GB/s%s is below the %s GB/s floor"
-                % (tool, what, fmt_num(busbw), at, fmt_num(floor)), metrics))
-        else:
-            results.append(check_result(
-                "nccl.busbw", PASS, "%s%s busbw %s GB/s%s meets the %s GB/s floor"
-                % (tool, what, fmt_num(busbw), at, fmt_num(floor)), metrics))
+            "nccl.plausibility", ERROR, "%s: implausible value%s: %s"
+            % (tool, "s" if len(implausible) > 1 else "", shown),
+            {"implausible": len(implausible), "max_busbw": bound if is_number(bound) else None},
+            evidence=[line for _sentence, line in implausible]))
+    if unreadable:
+        # Errors about something missing quote no line: show where the readable output ends.
+        shown = _error_lines(unreadable, nccl) or [_row_text(row) for row in rows[-2:]] \
+            or [r.get("text") for r in (nccl.get("ranks") or [])[-1:] if isinstance(r, dict)]
+        results.append(check_result("nccl.parse", ERROR, "%s: output unreadable: %s"
+                                    % (tool, "; ".join(unreadable)),
+                                    {"tool": tool, "errors": unreadable}, evidence=shown))
+    results.extend(_ranks(nccl, tool, expected_ranks, complete))
+    results.extend(_busbw(nccl, profile, floor_key, tool, what, rows, complete, implausible))
     return results
 
 
 def judge_nccl_single_node(nccl, profile):
     """One node, one rank per GPU: correctness, ranks == gpus_per_node, busbw vs the floor."""
     gpus = profile_get(profile, "gpus_per_node")
-    return judge_nccl(nccl, profile, "nccl.single_node_busbw_min", gpus, " single-node")
+    return judge_nccl(nccl, profile, "nccl.single_node_busbw_min", gpus, " single-node",
+                      "nccl.busbw_max_single_node")
 
 
 def judge_nccl_pair(nccl, profile, nodes=2):
@@ -151,18 +402,26 @@ def judge_nccl_pair(nccl, profile, nodes=2):
     gpus = profile_get(profile, "gpus_per_node")
     expected = gpus * nodes if gpus is not None else None
     return judge_nccl(nccl, profile, "nccl.multi_node_pair_busbw_min", expected,
-                      " %d-node" % nodes)
+                      " %d-node" % nodes, "nccl.busbw_max_multi_node")
 
 
 def judge_nccl_single_node_stage(outputs, profile, options):
     """The nccl_single_node stage: (checks, metrics); busbw and NCCL version feed the peers."""
-    parsed = parse_nccl_tests(outputs["all_reduce_perf"])
+    text = outputs.get("all_reduce_perf")
+    if text is None:
+        return [check_result("nccl.parse", SKIP, "all_reduce_perf was not captured: bus "
+                             "bandwidth and correctness not judged", tool="all_reduce_perf")], {}
+    parsed = parse_nccl_tests(text)
+    checks = judge_nccl_single_node(parsed, profile)
     metrics = {}
     busbw = parsed.get("large_msg_busbw")
     if busbw is None:
         busbw = parsed.get("avg_busbw")
-    if not parsed.get("errors") and busbw is not None:
+    trusted = not parsed.get("errors") and not any(c["check"] == "nccl.plausibility"
+                                                   for c in checks)
+    if trusted and is_number(busbw):
         metrics["busbw"] = busbw
     if parsed.get("version"):
         metrics["nccl_version"] = parsed.get("nccl_library") or parsed.get("version")
-    return judge_nccl_single_node(parsed, profile), metrics
+    return checks, metrics
+

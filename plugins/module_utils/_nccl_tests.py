@@ -14,9 +14,19 @@ Handles every output generation seen in public logs, from 2017 to today:
 * 2025 on: ``# nccl-tests version X nccl-headers=H nccl-library=L``, ``# Collective test
   starting/concluded: <program>``, ``unalign:``, optional per-iteration and timestamp columns.
 
-Lines may carry launcher prefixes (``[1,0]<stdout>:``, `` 0: ``, ``[0] ``), NCCL INFO/WARN
-lines, MPI help text and failure messages anywhere.  Tables are read by splitting on
-whitespace; the column header, when present, names the columns.
+Lines may carry launcher prefixes (``[1,0]<stdout>:``, `` 0: ``, ``[0] ``), shell prompts and
+command echoes, NCCL INFO/WARN lines, MPI help text and failure or crash messages anywhere: the
+noise is dropped with a warning, failures and table rows that cannot be read become ``errors``
+next to what the rest of the output shows. Tables are read by splitting on whitespace; the
+column header, when present, names the columns.
+
+Values are never NaN or infinite in the result: a cell reading ``inf``, ``nan`` or a number too
+large for a float (``1e309``), a negative time, bandwidth or count, and a ``#wrong`` that is not
+a whole count are ``errors`` (``implausible value``) and listed in the row's ``problems``.
+
+Several independent runs in one output (nccl-tests built without MPI=1 and started as N
+processes) are recognised from repeated headers, tables, summaries or rank numberings, and,
+without any header, from the size sequence repeating; ``runs`` names each run's hosts.
 
 Private to the collection; standard library only.
 """
@@ -27,7 +37,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
-    lines_of, new_result, strip_launcher_prefix, to_number)
+    finite_number, is_crash_line, is_non_finite_word, is_shell_echo, launcher_prefix, lines_of,
+    new_result, strip_launcher_prefix)
 
 GIB = 1 << 30
 # Most failure or warning lines reported one by one; the rest are counted.
@@ -80,6 +91,9 @@ _COLUMN_NAMES = {
 }
 _LEAD_COLUMNS = frozenset(("size", "count", "type", "redop", "root"))
 _DEFAULT_PERF = ("time", "algbw", "busbw", "wrong")
+_CELL_LABEL = {"time": "time", "algbw": "algbw", "busbw": "busbw", "wrong": "#wrong",
+               "error": "error", "i_min_us": "i_min", "i_max_us": "i_max", "i_p99_us": "i_p99",
+               "i_cv_pct": "i_cv%"}
 
 
 class _Table(object):
@@ -98,8 +112,8 @@ def _is_int(token):
 
 
 def _is_value(token):
-    """A table cell: a plain number (1.5, -1, 2e+06) or the N/A placeholder."""
-    return token.upper() == "N/A" or bool(_NUMBERISH.match(token))
+    """A table cell: a number (1.5, -1, 2e+06), the N/A placeholder, or inf/nan (read, then refused)."""
+    return token.upper() == "N/A" or bool(_NUMBERISH.match(token)) or is_non_finite_word(token)
 
 
 def _as_count(value):
@@ -124,11 +138,15 @@ def _pci_bus(busid):
 
 
 def _clean_line(raw):
-    """Remove launcher prefixes; return (text, body without leading '#')."""
-    text = strip_launcher_prefix(raw)
-    text = _RANK_LABEL.sub("", text, count=1)
+    """Remove launcher prefixes; return (text, body without leading '#', prefix removed)."""
+    prefix = launcher_prefix(raw)
+    text = raw[len(prefix):]
+    label = _RANK_LABEL.match(text)
+    if label:
+        prefix += label.group(0)
+        text = text[label.end():]
     body = text.strip()
-    return text, body.lstrip("#").strip()
+    return text, body.lstrip("#").strip(), prefix
 
 
 def _new_state():
@@ -136,8 +154,8 @@ def _new_state():
         "table": None, "tables": 0, "configs": [], "rank0": 0, "reduced_max": None,
         "failures": [], "failure_count": 0, "nccl_warns": [], "nccl_warn_count": 0,
         "bad_rows": [], "bad_row_count": 0, "summaries": [], "last_avg_line": 0,
-        "last_row_line": 0,
-        "programs": [], "concluded": 0,
+        "last_row_line": 0, "rank_lines": [], "prefixed": 0, "prefixes": [], "echoes": [],
+        "programs": [], "concluded": 0, "header_line": None,
     }
 
 
@@ -191,42 +209,87 @@ def _looks_like_deviation(token, number):
     """Without a header: is this cell the 2017-2022 float error column rather than #wrong?
 
     #wrong is printed with %g (0, 96, 1e+06 for a million); the old error column with %.0le
-    (0e+00, 2e-07, 1e+00).  A fraction, or an exponent below 6, means a deviation.
+    (0e+00, 2e-07, 1e+00), always with an exponent. An exponent below 6, or a fraction written
+    with one, means a deviation.
     """
-    if not float(number).is_integer():
+    mantissa, sep, exponent = token.lower().partition("e")
+    if not sep:
+        return False
+    return not float(number).is_integer() or (_is_int(exponent) and int(exponent) < 6)
+
+
+def _measure(side, name, token, where, problems):
+    """One time/bandwidth/per-iteration cell into side[name]; False when the cell is N/A."""
+    value, why = finite_number(token)
+    label = "%s %s" % (where, _CELL_LABEL[name])
+    if why == "missing":
+        side[name] = None
+        return False
+    if why is not None:
+        problems.append("%s %r is %s" % (label, token, "not a finite number" if why == "not finite"
+                                         else "not a number"))
+        side[name] = None
         return True
-    _mantissa, sep, exponent = token.lower().partition("e")
-    return bool(sep) and _is_int(exponent) and int(exponent) < 6
+    if value < 0:
+        problems.append("%s %s is negative" % (label, token))
+    side[name] = float(value)
+    return True
 
 
-def _side(cells, time_scale, guess=False):
+def _count_cell(side, token, where, guess, problems):
+    """The #wrong cell (or, without a header, the 2017-2022 deviation in its place)."""
+    value, why = finite_number(token)
+    if why == "missing":
+        return
+    if why is not None:
+        problems.append("%s #wrong %r is %s" % (where, token, "not a finite number"
+                                                if why == "not finite" else "not a number"))
+        return
+    if guess and _looks_like_deviation(token, value):
+        _deviation(side, token, where, problems)
+        return
+    if not float(value).is_integer():
+        problems.append("%s #wrong %s is not a whole count" % (where, token))
+        return
+    if value < 0:
+        problems.append("%s #wrong %s is negative" % (where, token))
+        return
+    side["wrong"] = _as_count(value)
+
+
+def _deviation(side, token, where, problems):
+    value, why = finite_number(token)
+    if why == "missing":
+        return
+    if why is not None:
+        problems.append("%s error %r is %s" % (where, token, "not a finite number"
+                                               if why == "not finite" else "not a number"))
+        return
+    if value < 0:
+        problems.append("%s error %s is negative" % (where, token))
+        return
+    side["error"] = float(value)
+
+
+def _side(cells, time_scale, where, problems, guess=False):
     """One out-of-place or in-place group of cells -> dict, or None when unreadable.
 
     guess: no column header named the last cell, so tell #wrong from error by its look.
+    Values that are not finite numbers become None and a sentence in problems.
     """
-    values = {}
+    side = {"time_us": None, "algbw": None, "busbw": None, "wrong": None, "error": None}
     for name in ("time", "algbw", "busbw"):
-        number = to_number(cells.get(name, ""))
-        if number is None:
-            return None
-        values[name] = float(number)
-    side = {"time_us": round(values["time"] * time_scale, 3), "algbw": values["algbw"],
-            "busbw": values["busbw"], "wrong": None, "error": None}
-    wrong, error = cells.get("wrong"), cells.get("error")
-    if wrong is not None:
-        number = to_number(wrong)
-        if number is not None and (guess and _looks_like_deviation(wrong, number)
-                                   or not float(number).is_integer()):
-            side["error"] = float(number)
-        else:
-            side["wrong"] = _as_count(number)
-    if error is not None:
-        number = to_number(error)
-        side["error"] = float(number) if number is not None else None
+        if not _measure(side, name, cells.get(name, ""), where, problems):
+            return None   # these three are always printed: N/A here means a damaged row
+    time = side.pop("time")
+    side["time_us"] = round(time * time_scale, 3) if time is not None else None
+    if cells.get("wrong") is not None:
+        _count_cell(side, cells["wrong"], where, guess, problems)
+    if cells.get("error") is not None:
+        _deviation(side, cells["error"], where, problems)
     for name in ("i_min_us", "i_max_us", "i_p99_us", "i_cv_pct"):
         if name in cells:
-            number = to_number(cells[name])
-            side[name] = float(number) if number is not None else None
+            _measure(side, name, cells[name], where, problems)
     return side
 
 
@@ -259,11 +322,14 @@ def _parse_row(tokens, table):
             groups.append({})
         if groups:
             groups[-1][name] = token
-    sides = [_side(group, scale, guess) for group in groups[:2]]
+    problems = []
+    sides = [_side(group, scale, where, problems, guess)
+             for group, where in zip(groups[:2], ("out-of-place", "in-place"))]
     if not sides or any(side is None for side in sides):
         return None
     row["oop"] = sides[0]
     row["ip"] = sides[1] if len(sides) > 1 else None
+    row["problems"] = problems
     return row
 
 
@@ -277,18 +343,36 @@ def _row_tokens(body):
     return tokens
 
 
+def _summary_value(state, lineno, kind, token):
+    """A summary cell: a finite number, else None with an error naming the line."""
+    value, why = finite_number(token)
+    if why is not None:
+        state["summary_errors"].append(
+            "line %d: %s value %r is %s" % (lineno, kind, token, "not a finite number: implausible "
+                                            "value" if why == "not finite" else "not a number"))
+        return None
+    if value < 0:
+        state["summary_errors"].append("line %d: %s value %s is negative: implausible value"
+                                       % (lineno, kind, token))
+    return value
+
+
 def _handle_summary(state, lineno, body):
     oob = _OOB.search(body)
     if oob:
-        count = to_number(oob.group(1))
-        status = oob.group(2)
-        state["summaries"].append({"kind": "oob", "line": lineno, "value": count, "status": status})
+        count = _summary_value(state, lineno, "Out of bounds values", oob.group(1))
+        if isinstance(count, float) and not count.is_integer():
+            state["summary_errors"].append("line %d: Out of bounds values %s is not a whole count"
+                                           % (lineno, oob.group(1)))
+            count = None
+        state["summaries"].append({"kind": "oob", "line": lineno, "value": _as_count(count),
+                                   "status": oob.group(2), "text": body})
         return True
     avg = _AVG.search(body)
     if avg:
-        value = to_number(avg.group(1))
+        value = _summary_value(state, lineno, "Avg bus bandwidth", avg.group(1))
         state["summaries"].append({"kind": "avg", "line": lineno, "value": value,
-                                   "status": avg.group(2), "raw": avg.group(1)})
+                                   "status": avg.group(2), "raw": avg.group(1), "text": body})
         state["last_avg_line"] = lineno
         return True
     return False
@@ -315,6 +399,7 @@ def _handle_meta(result, state, lineno, body):
     if _NTHREAD.search(body):
         result["headers"] += 1
         state["configs"].append(_parse_header_line(body))
+        state["header_line"] = state["header_line"] or body
         return True
     match = _REDUCING.search(body)
     if match:
@@ -324,7 +409,10 @@ def _handle_meta(result, state, lineno, body):
         return True
     rank = _parse_rank(body)
     if rank:
+        rank["line"] = lineno
+        rank["text"] = body
         result["ranks"].append(rank)
+        state["rank_lines"].append((lineno, body))
         if rank["rank"] == 0:
             state["rank0"] += 1
         return True
@@ -332,10 +420,15 @@ def _handle_meta(result, state, lineno, body):
 
 
 def _handle_line(result, state, lineno, raw):
-    text, body = _clean_line(raw)
+    text, body, prefix = _clean_line(raw)
+    if prefix:
+        state["prefixed"] += 1
+        if prefix.strip() not in state["prefixes"] and len(state["prefixes"]) < 3:
+            state["prefixes"].append(prefix.strip())
     if not body:
         return
-    if _FAILURE.search(body) or ("srun: error:" in body and _SRUN_TASK.search(body)):
+    if _FAILURE.search(body) or ("srun: error:" in body and _SRUN_TASK.search(body)) \
+            or is_crash_line(body):
         _note(state, "failures", "failure_count", "line %d: %s" % (lineno, body))
         return
     match = _NCCL_VERSION.search(body)
@@ -346,6 +439,11 @@ def _handle_line(result, state, lineno, raw):
     if log:
         if log.group(1) in ("WARN", "ABORT"):
             _note(state, "nccl_warns", "nccl_warn_count", "line %d: %s" % (lineno, body))
+        return
+    if is_shell_echo(text):
+        if len(state["echoes"]) < _MAX_LISTED:
+            state["echoes"].append("line %d: shell prompt or command echo ignored: %s"
+                                   % (lineno, text.strip()[:120]))
         return
     if _handle_meta(result, state, lineno, body) or _handle_summary(state, lineno, body):
         return
@@ -368,31 +466,47 @@ def _handle_line(result, state, lineno, raw):
     row = _parse_row(tokens, state["table"])
     if row is None:
         _note(state, "bad_rows", "bad_row_count",
-              "line %d: incomplete or garbled table row skipped: %s" % (lineno, body[:120]))
+              "line %d: incomplete or garbled table row: %s" % (lineno, body[:120]))
         return
     row["line"] = lineno
+    row["text"] = body
     state["last_row_line"] = lineno
     result["rows"].append(row)
+    for problem in row["problems"]:
+        state["summary_errors"].append("line %d: implausible value in the table row (size %d): %s"
+                                       % (lineno, row["size"], problem))
+
+
+def _sweep(config, reduced_max):
+    """(number of sizes, last size) of one sweep from minBytes to maxBytes; (None, None) when
+    unknowable."""
+    low, high = config["min_bytes"], config["max_bytes"]
+    factor, step = config["step_factor"], config["step_bytes"]
+    if low is None or high is None or (factor is None and step is None):
+        return None, None
+    if reduced_max is not None and reduced_max < high:
+        high = reduced_max
+        low = min(low, high)
+    steps, size, last = 0, low, None
+    while size <= high:
+        steps += 1
+        last = size
+        if steps > 100000:
+            return None, None
+        size = size * factor if factor and factor > 1 else size + (step or 0)
+        if (factor and factor > 1 and size == 0) or (not (factor and factor > 1) and not step):
+            return None, None
+    return steps, last
 
 
 def _sweep_steps(config, reduced_max):
     """How many sizes one sweep from minBytes to maxBytes prints; None when unknowable."""
-    low, high = config["min_bytes"], config["max_bytes"]
-    factor, step = config["step_factor"], config["step_bytes"]
-    if low is None or high is None or (factor is None and step is None):
-        return None
-    if reduced_max is not None and reduced_max < high:
-        high = reduced_max
-        low = min(low, high)
-    steps, size = 0, low
-    while size <= high:
-        steps += 1
-        if steps > 100000:
-            return None
-        size = size * factor if factor and factor > 1 else size + (step or 0)
-        if (factor and factor > 1 and size == 0) or (not (factor and factor > 1) and not step):
-            return None
-    return steps
+    return _sweep(config, reduced_max)[0]
+
+
+def _sweep_last(config, reduced_max):
+    """The largest size one sweep asks for (rows of all_gather/alltoall print it rounded down)."""
+    return _sweep(config, reduced_max)[1]
 
 
 def _check_sweep(result, state):
@@ -418,7 +532,7 @@ def _check_sweep(result, state):
                 % (count, key[0], key[1] if key[1] is not None else "-", steps))
     # Several runs of one configuration (the MPI=0 symptom, or logs appended) each print
     # whole sweeps, so the total must be a multiple of runs x sizes as well.
-    runs = _count_runs(result, state)
+    runs = result["independent_runs"]
     total = len(result["rows"])
     if runs > 1 and total % (steps * runs) and not any(count % steps for count in blocks.values()):
         result["errors"].append(
@@ -427,6 +541,7 @@ def _check_sweep(result, state):
 
 
 def _apply_config(result, state):
+    result["header_text"] = state["header_line"]
     if not state["configs"]:
         return
     config = state["configs"][0]
@@ -441,11 +556,12 @@ def _apply_summaries(result, state):
     oobs = [s for s in state["summaries"] if s["kind"] == "oob"]
     avgs = [s for s in state["summaries"] if s["kind"] == "avg"]
     result["summaries"] = state["summaries"]
+    result["errors"].extend(state["summary_errors"])
     if oobs:
         counts = [s["value"] for s in oobs if s["value"] is not None]
-        result["out_of_bounds"] = int(sum(counts)) if counts else None
+        result["out_of_bounds"] = int(sum(counts)) if len(counts) == len(oobs) else None
     for oob in oobs:
-        if oob["value"] is None or oob["value"] != 0 or (oob["status"] or "OK") != "OK":
+        if oob["value"] is not None and (oob["value"] != 0 or (oob["status"] or "OK") != "OK"):
             result["errors"].append("line %d: Out of bounds values: %s %s"
                                     % (oob["line"], oob["value"], oob["status"] or ""))
     values = [s["value"] for s in avgs if s["value"] is not None]
@@ -455,9 +571,6 @@ def _apply_summaries(result, state):
     result["avg_busbw_status"] = ("FAILED" if any(st != "OK" for st in statuses)
                                   else ("OK" if statuses else None))
     for avg in avgs:
-        if avg["value"] is None:
-            result["errors"].append("line %d: Avg bus bandwidth value %r is not a number"
-                                    % (avg["line"], avg["raw"]))
         if avg["status"] and avg["status"] != "OK":
             result["errors"].append(
                 "line %d: Avg bus bandwidth %s reported %s (below 90%% of NCCL_TESTS_MIN_BW)"
@@ -497,7 +610,8 @@ def _check_rows(result):
 
 def _metrics(result):
     rows = result["rows"]
-    busbws = [side["busbw"] for row in rows for side in (row["oop"], row["ip"]) if side]
+    busbws = [side["busbw"] for row in rows for side in (row["oop"], row["ip"])
+              if side and side["busbw"] is not None]
     result["max_busbw"] = max(busbws) if busbws else None
     if not rows:
         return
@@ -506,8 +620,9 @@ def _metrics(result):
         sizes = sorted(set(row["size"] for row in rows))
         top = set(sizes[-((len(sizes) + 3) // 4):])
         large = [row for row in rows if row["size"] in top]
-    values = [row["oop"]["busbw"] for row in large]
-    result["large_msg_busbw"] = round(sum(values) / len(values), 4)
+    values = [row["oop"]["busbw"] for row in large if row["oop"]["busbw"] is not None]
+    if values:
+        result["large_msg_busbw"] = round(sum(values) / len(values), 4)
     result["large_msg_min_bytes"] = min(row["size"] for row in large)
 
 
@@ -528,24 +643,68 @@ def _apply_ranks(result, state):
                                   "rank lines missing?" % (len(seen), max(seen)))
 
 
-def _count_runs(result, state):
-    """Separate runs: headers, rank numberings, tables and summaries each restart per run."""
-    repeats = {}
-    for rank in result["ranks"]:
-        repeats[rank["rank"]] = repeats.get(rank["rank"], 0) + 1
-    return max([result["headers"], state["rank0"], state["tables"],
-                len([s for s in state["summaries"] if s["kind"] == "avg"]),
-                1 if result["rows"] else 0] + list(repeats.values()))
+def _rank_runs(result, state):
+    """Group the rank lines into runs: a 'Rank 0' starts one, rank k joins the run that has k-1.
+
+    Processes of an MPI=0 launch print their own rank lists, possibly interleaved line by line;
+    a run prefers the next rank on a host it already has.
+    """
+    runs = []
+    for rank, (lineno, text) in zip(result["ranks"], state["rank_lines"]):
+        number, target = rank["rank"], None
+        if number != 0:
+            waiting = [run for run in reversed(runs) if run["_last"] == number - 1]
+            here = [run for run in waiting if rank["host"] in run["hosts"]]
+            target = (here or waiting or runs[-1:] or [None])[0]
+        if target is None:
+            target = {"hosts": [], "_ranks": set(), "_last": -1, "line": lineno, "text": text}
+            runs.append(target)
+        target["_ranks"].add(number)
+        target["_last"] = max(target["_last"], number)
+        if rank["host"] and rank["host"] not in target["hosts"]:
+            target["hosts"].append(rank["host"])
+    return runs
+
+
+def _repeated_sizes(result):
+    """How often the size sweep repeats when no header says so: the largest repeat of a size."""
+    counts = {}
+    for row in result["rows"]:
+        key = (row["type"], row["redop"], row["root"], row["size"])
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts.values()) if counts else 0
+
+
+def _one_rank_rows(result):
+    """Every row has busbw 0 and algbw > 0: a communicator of one rank ((n-1)/n = 0)."""
+    sides = [side for row in result["rows"] for side in (row["oop"], row["ip"]) if side]
+    return bool(sides) and all(side["busbw"] == 0 for side in sides) \
+        and any((side["algbw"] or 0) > 0 for side in sides)
 
 
 def _apply_runs(result, state):
-    runs = _count_runs(result, state)
+    rank_runs = _rank_runs(result, state)
+    counts = [result["headers"], state["rank0"], state["tables"], len(rank_runs),
+              len([s for s in state["summaries"] if s["kind"] == "avg"]),
+              1 if result["rows"] else 0]
+    if not result["headers"] and not state["tables"]:
+        counts.append(_repeated_sizes(result))   # no header: the repeating sweep is the sign
+    runs = max(counts)
+    one_rank = _one_rank_rows(result)
+    listed = [{"hosts": run["hosts"], "nranks": len(run["_ranks"]), "line": run["line"],
+               "text": run["text"]} for run in rank_runs]
+    while len(listed) < runs:
+        listed.append({"hosts": [], "nranks": 1 if one_rank else None, "line": None, "text": None})
     result["independent_runs"] = runs
+    result["runs"] = listed
     if runs > 1:
+        sizes = [run["nranks"] for run in listed]
+        shape = ("%d one-rank runs" % runs if all(size == 1 for size in sizes)
+                 else "%d runs" % runs)
         result["warnings"].append(
-            "%d independent runs in one output (header/rank numbering restarts %d times): if this "
-            "was one mpirun/srun launch, nccl-tests was built without MPI=1 and every process "
-            "tested only its own GPUs" % (runs, runs))
+            "%d independent runs in one output (%s; header/rank numbering/size sweep restarts %d "
+            "times): if this was one mpirun/srun launch, nccl-tests was built without MPI=1 and "
+            "every process tested only its own GPUs" % (runs, shape, runs))
 
 
 def _apply_program(result, state):
@@ -570,44 +729,56 @@ def _apply_notes(result, state):
     if not state["configs"]:
         result["errors"].append("no '# nThread ... nGpus ...' header line: cannot tell the run's "
                                 "parameters or check that every size was tested")
-    for key, count_key in (("nccl_warns", "nccl_warn_count"), ("bad_rows", "bad_row_count")):
-        result["warnings"].extend(state[key])
-        if state[count_key] > len(state[key]):
-            result["warnings"].append("... and %d more such lines"
-                                      % (state[count_key] - len(state[key])))
+    result["errors"].extend(state["bad_rows"])
+    if state["bad_row_count"] > len(state["bad_rows"]):
+        result["errors"].append("... and %d more incomplete or garbled table rows"
+                                % (state["bad_row_count"] - len(state["bad_rows"])))
+    result["warnings"].extend(state["echoes"])
+    if state["prefixed"]:
+        result["warnings"].append("launcher prefixes (%s) removed from %d lines"
+                                  % (", ".join(repr(p) for p in state["prefixes"]),
+                                     state["prefixed"]))
+    result["warnings"].extend(state["nccl_warns"])
+    if state["nccl_warn_count"] > len(state["nccl_warns"]):
+        result["warnings"].append("... and %d more such lines"
+                                  % (state["nccl_warn_count"] - len(state["nccl_warns"])))
 
 
 def _empty_result():
     return new_result(
         rows=[], avg_busbw=None, avg_busbw_status=None, out_of_bounds=None, summaries=[],
-        ranks=[], nranks=0, hosts=[], headers=0, independent_runs=0, version=None,
+        ranks=[], nranks=0, hosts=[], headers=0, independent_runs=0, runs=[], version=None,
         nccl_tests_commit=None, nccl_headers=None, nccl_library=None, nccl_version=None,
         program=None, collective=None, concluded=False, nthread=None, ngpus=None, min_bytes=None,
         max_bytes=None, step_factor=None, step_bytes=None, warmup_iters=None, iters=None,
         agg_iters=None, validation=None, graph=None, unalign=None, max_busbw=None,
-        large_msg_busbw=None, large_msg_min_bytes=None, passed=False)
+        large_msg_busbw=None, large_msg_min_bytes=None, header_text=None, sweep_last_bytes=None,
+        passed=False)
 
 
 def parse_nccl_tests(text):
     """Parse one nccl-tests run's stdout (any version, any launcher prefix) into a dict.
 
     ``passed`` is true only when nothing in ``errors``: rows present, every sweep complete,
-    no nonzero ``#wrong``, ``Out of bounds values : 0 OK``, an ``Avg bus bandwidth`` line
-    not marked FAILED, the ``# nThread`` header and rank lines present, and no
-    ``Test NCCL/CUDA failure`` line.  Several independent runs (the MPI=0 symptom) only warn.
+    no nonzero ``#wrong``, no implausible value, ``Out of bounds values : 0 OK``, an ``Avg bus
+    bandwidth`` line not marked FAILED, the ``# nThread`` header and rank lines present, and no
+    failure or crash line. Several independent runs (the MPI=0 symptom) only warn; see ``runs``.
     """
     result = _empty_result()
     state = _new_state()
+    state["summary_errors"] = []
     for lineno, raw in enumerate(lines_of(text or ""), 1):
         _handle_line(result, state, lineno, raw)
     _apply_config(result, state)
     _apply_program(result, state)
     _apply_notes(result, state)
     _check_rows(result)
+    _apply_runs(result, state)
     _check_sweep(result, state)
     _apply_summaries(result, state)
     _apply_ranks(result, state)
-    _apply_runs(result, state)
     _metrics(result)
+    if state["configs"]:
+        result["sweep_last_bytes"] = _sweep_last(state["configs"][0], state["reduced_max"])
     result["passed"] = not result["errors"] and bool(result["rows"])
     return result

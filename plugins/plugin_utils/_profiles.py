@@ -41,6 +41,8 @@ SCHEMA = {
     "name": ("str", True),
     "description": ("str", False),
     "gpus_per_node": (("int", 1, 1024), True),
+    # Expected PCI bus id of the GPU in each slot (null: unknown); names a missing GPU.
+    "gpu_bus_ids": (("null", ("list", ("null", "str"))), False),
     "gpu_name_pattern": ("regex", True),
     "nvlink_per_pair": (("null", "nvlink"), True),
     "nics_per_node": (("int", 0, 1024), True),
@@ -54,6 +56,9 @@ SCHEMA = {
     "nccl": (("dict", {
         "single_node_busbw_min": (("num", 0, None), True),
         "multi_node_pair_busbw_min": (("null", ("num", 0, None)), True),
+        # Physical busbw bounds (GB/s) above which a value is implausible; optional.
+        "busbw_max_single_node": (("null", ("num", 1, None)), False),
+        "busbw_max_multi_node": (("null", ("num", 1, None)), False),
     }), True),
     "peers": (("dict", {
         "k": (("num", 0.1, 100), True),

@@ -517,11 +517,21 @@ def test_json_gpu_ids_forms():
         {"name": "PCIe", "results": [{"gpu_ids": "GPU3", "status": "Pass"},
                                      {"gpu_ids": ["4", 5], "status": "Pass"},
                                      {"gpu_id": None, "status": "Pass"}]}]}]},
-        "GPU Device Serials": {"0": "1650", "7": "1651"}}
+        "GPU Device Serials": {"3": "1650", "4": "1651", "5": "1652"}}
     result = parse_dcgm_diag(json.dumps(document))
     assert _test(result, "PCIe")["gpu_results"] == {3: "pass", 4: "pass", 5: "pass"}
-    assert result["gpus"] == [0, 3, 4, 5, 7]
+    assert result["gpus"] == [3, 4, 5]
+    assert (result["gpu_ids"], result["gpu_count"]) == ([3, 4, 5], 3)
     assert result["overall"] == "pass"
+
+
+def test_json_results_on_gpus_the_run_did_not_declare_are_an_error():
+    document = {"DCGM GPU Diagnostic": {"test_categories": [{"category": "Integration", "tests": [
+        {"name": "PCIe", "results": [{"gpu_ids": "3", "status": "Pass"}]}]}]},
+        "GPU Device Serials": {"0": "1650", "7": "1651"}}
+    result = parse_dcgm_diag(json.dumps(document))
+    assert result["overall"] == "fail"
+    assert "GPU 3 named in the results but not among the GPUs of the run (0, 7)" in result["errors"]
 
 
 def test_shell_prompt_in_brackets_is_not_json():

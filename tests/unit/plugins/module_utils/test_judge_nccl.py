@@ -89,9 +89,11 @@ def test_test_failure_is_fail_and_missing_rows_error(h100):
 @pytest.mark.parametrize("name", ["all_reduce_h100_truncated_in_table.txt",
                                   "reduce_scatter_zero_sizes_fragment.txt"])
 def test_unreadable_output_is_error_never_pass(name, h100):
-    results = judge_nccl_single_node(_nccl(name), h100)
-    assert [r["status"] for r in results] == ["error"]
-    assert results[0]["message"].startswith("nccl-tests: output unreadable: ")
+    results = judge_nccl_pair(_nccl(name), h100)
+    assert "pass" not in [r["status"] for r in results]
+    (parse,) = [r for r in results if r["check"] == "nccl.parse"]
+    assert parse["status"] == "error"
+    assert parse["message"].startswith("nccl-tests: output unreadable: ")
 
 
 def test_empty_and_missing(h100):

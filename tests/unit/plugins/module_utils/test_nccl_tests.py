@@ -70,7 +70,13 @@ def test_h100_two_nodes_without_version_line():
     assert result["hosts"] == ["ztan-mig-235z", "ztan-mig-gq73"]
     assert result["ranks"][10] == {
         "rank": 10, "group": 0, "pid": 6735, "host": "ztan-mig-gq73", "device": 2,
-        "busid": "0000:0b:00", "pci_bus": 0x0b, "gpu_name": "NVIDIA H100 80GB HBM3"}
+        "busid": "0000:0b:00", "pci_bus": 0x0b, "gpu_name": "NVIDIA H100 80GB HBM3",
+        "line": 14, "text": "Rank 10 Group  0 Pid   6735 on ztan-mig-gq73 device  2 "
+                            "[0000:0b:00] NVIDIA H100 80GB HBM3"}
+    assert result["runs"] == [{"hosts": ["ztan-mig-235z", "ztan-mig-gq73"], "nranks": 16,
+                               "line": 4, "text": result["ranks"][0]["text"]}]
+    assert last["text"].split()[:3] == ["8589934592", "2147483648", "float"]
+    assert last["problems"] == []
 
 
 def test_version_line_collective_and_wrong_values():
@@ -199,9 +205,10 @@ def test_2018_table_without_hash_markers_ms_times_and_res_column():
     assert (row["redop"], row["root"]) == ("sum", None)
     assert row["oop"]["time_us"] == 14140.0      # printed 14.140 ms
     assert row["oop"]["wrong"] is None and row["oop"]["error"] == pytest.approx(1e-07)
-    assert result["ranks"][7] == {"rank": 7, "group": None, "pid": None, "host": "node03",
-                                  "device": 7, "busid": "0x00", "pci_bus": 0,
-                                  "gpu_name": "Tesla P100-PCIE-16GB"}
+    rank = dict(result["ranks"][7], line=None, text=None)
+    assert rank == {"rank": 7, "group": None, "pid": None, "host": "node03", "device": 7,
+                    "busid": "0x00", "pci_bus": 0, "gpu_name": "Tesla P100-PCIE-16GB",
+                    "line": None, "text": None}
     assert result["avg_busbw"] == 7.0734 and result["out_of_bounds"] == 0
 
 
@@ -300,7 +307,8 @@ def test_truncated_inside_the_table():
     assert len(result["rows"]) == 29
     assert "no Avg bus bandwidth summary: run incomplete?" in result["errors"]
     assert has_error(result, "29 rows for float/sum")
-    assert has_warning(result, "line 53: incomplete or garbled table row skipped")
+    # the cut row is unreadable: an error next to the 29 rows that were read
+    assert has_error(result, "line 53: incomplete or garbled table row: 4294967296")
 
 
 def test_test_nccl_failure_inside_the_table():
@@ -392,7 +400,8 @@ def test_rows_after_the_last_summary():
 def test_avg_value_not_a_number():
     result = parse_nccl_tests(HEADER + COLUMNS + ROWS + "# Out of bounds values : 0 OK\n"
                               "# Avg bus bandwidth    : nan \n")
-    assert result["passed"] is False and has_error(result, "is not a number")
+    assert result["passed"] is False and has_error(result, "'nan' is not a finite number")
+    assert result["avg_busbw"] is None
 
 
 def test_empty_host_name_and_rccl_style_bus_id():

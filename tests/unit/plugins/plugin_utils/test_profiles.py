@@ -78,7 +78,8 @@ def test_overrides_deep_merge():
     profile = load_profile("hgx_h100_sxm", {"nccl": {"single_node_busbw_min": 430},
                                             "xid": {"unknown": "fail"},
                                             "nic_names": ["mlx5_0", "mlx5_3"]})
-    assert profile["nccl"] == {"single_node_busbw_min": 430, "multi_node_pair_busbw_min": 300}
+    assert profile["nccl"] == {"single_node_busbw_min": 430, "multi_node_pair_busbw_min": 300,
+                               "busbw_max_single_node": 900, "busbw_max_multi_node": 800}
     assert profile["xid"]["unknown"] == "fail"
     assert 79 in profile["xid"]["fail"]                      # siblings kept
     assert profile["nic_names"] == ["mlx5_0", "mlx5_3"]
