@@ -14,8 +14,9 @@ RUN_A = {
     "gpu002": ({"kind": "nvlink_down", "gpus": [2, 5]}, {"topology": "GPU2", "nccl_single_node": None}),
     "gpu003": ({"kind": "nic_down", "nic": "mlx5_3"}, {"infiniband": "mlx5_3"}),
     "gpu004": ({"kind": "nic_degraded", "nic": "mlx5_1", "rate": 200}, {"infiniband": "mlx5_1"}),
+    # dcgmi tests the 7 GPUs it sees: the profile requires 8
     "gpu005": ({"kind": "gpu_missing", "gpu": 6},
-               {"topology": None, "gpu_health": None, "nccl_single_node": None}),
+               {"topology": None, "gpu_health": None, "dcgm": None, "nccl_single_node": None}),
     "gpu006": ({"kind": "ecc_uncorrectable", "gpu": 1, "count": 2}, {"gpu_health": "GPU1", "dcgm": None}),
     "gpu007": ({"kind": "row_remap_pending", "gpu": 4}, {"gpu_health": "GPU4", "dcgm": None}),
     "gpu008": ({"kind": "xid", "gpu": 3, "xid": 79}, {"gpu_health": "GPU3"}),
