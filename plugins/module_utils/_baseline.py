@@ -209,7 +209,7 @@ def _from_results(results, run_dir):
         tools = raw.get(node) or {}
         dcgm = tools.get("dcgmi-diag") or {}
         seconds = _num(dcgm.get("seconds"))
-        if seconds is not None and dcgm.get("rc") == 0 and dcgm.get("complete", True):
+        if seconds is not None and dcgm.get("rc", 0) == 0 and dcgm.get("complete", True):
             record["dcgm_seconds"] = seconds
         nccl = tools.get("all_reduce_perf") or {}
         if "single_node_busbw" not in record and run_dir and nccl.get("path"):

@@ -11,8 +11,9 @@ Checks (each with evidence: the output lines it rests on):
                stage option ``level``, else dcgm.level) or fewer GPUs than gpus_per_node were
                tested; error when the output does not show the level or the GPUs, or names a
                GPU id the node cannot have
-- dcgm.test    one result per test: fail names the GPUs and DCGM's details; warn is a pass
-               with a warning; skip stays skip
+- dcgm.test    one result per test that did not simply pass: fail names the GPUs and DCGM's
+               details; warn is a pass with a warning; skip stays skip
+- dcgm.tests   the tests that passed on every GPU, in one result (by name and category)
 - dcgm.overall the parser's overall verdict when it is fail but no single test failed
 A finding (fail) is reported even when other parts of the output are unreadable; a pass only
 when the output was read whole.
@@ -57,6 +58,11 @@ def _details(test, bad=()):
 
 def _metrics(test):
     gpu_results = test.get("gpu_results") or {}
+    if test.get("status") in ("pass", "skip") and all(v == test.get("status") for v in gpu_results.values()):
+        # A pass needs no per-GPU table (the level check names the GPUs tested): at thousands of
+        # nodes these would be most of results.json.
+        return {"test": test.get("name"), "category": test.get("category"), "status": test.get("status"),
+                "gpus": list(test.get("gpus") or [])}
     return {"test": test.get("name"), "category": test.get("category"),
             "status": test.get("status"), "gpus": list(test.get("gpus") or []),
             "gpu_results": dict((str(k), v) for k, v in gpu_results.items())}
@@ -84,6 +90,23 @@ def _fail_result(diag, test):
     return check_result("dcgm.test", FAIL, message, dict(_metrics(test), failed_gpus=bad),
                         "dcgm:%s" % (test.get("key") or name),
                         evidence=_evidence(diag, test))
+
+
+def _passed_result(passed):
+    """One result for every test that passed on all its GPUs (a failure, warning or skip has its
+    own): the tests by name and category. Per test and GPU these would be most of a large
+    cluster's results, and say no more than this."""
+    names = [t.get("name") or t.get("key") or "?" for t, _e in passed]
+    categories, gpus = {}, set()
+    for test, _evidence in passed:
+        category = test.get("category") or "?"
+        categories[category] = categories.get(category, 0) + 1
+        gpus.update(test.get("gpus") or [])
+    evidence = [line for _t, lines in passed for line in lines[:1]]
+    message = "%s: %d test(s) passed (%s): %s" % (
+        TOOL, len(passed), ", ".join("%s %d" % kv for kv in sorted(categories.items())), join_names(names, limit=6))
+    return check_result("dcgm.tests", PASS, message, {"passed": names, "categories": categories,
+                                                       "gpus": sorted(gpus)}, evidence=evidence)
 
 
 def _ids_text(ids):
@@ -215,6 +238,7 @@ def judge_dcgm(diag, profile, level=None):
         results.append(check)
 
     any_fail = False
+    passed = []
     for test in tests:
         name = test.get("name") or test.get("key") or "?"
         status = test.get("status")
@@ -242,12 +266,13 @@ def judge_dcgm(diag, profile, level=None):
                                         % (TOOL, name, (": %s" % detail) if detail else ""),
                                         metrics, component, evidence=evidence))
         elif status == "pass":
-            results.append(check_result("dcgm.test", PASS, "%s test '%s' passed" % (TOOL, name),
-                                        metrics, component, evidence=evidence))
+            passed.append((test, evidence))
         else:
             results.append(check_result("dcgm.test", ERROR, "%s test '%s' has no readable result"
                                         % (TOOL, name), metrics, component, evidence=evidence))
 
+    if passed:
+        results.append(_passed_result(passed))
     overall = diag.get("overall")
     if overall == "fail" and not any_fail and complete:
         bad = list(diag.get("failed_gpus") or [])

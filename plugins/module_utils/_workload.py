@@ -22,6 +22,7 @@ Standard library only; Python 2.7/3.8 compatible (module_utils may run on manage
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import bisect
 import math
 import re
 
@@ -460,35 +461,59 @@ def _gpu_medians(samples):
     return dict((key, dict((f, median(v)) for f, v in fields.items())) for key, fields in grouped.items())
 
 
-def _gpu_note(record, gpus, opts, used=None, flagged=False):
+class _GpuPeers(object):
+    """The other GPUs' median SM clock and temperature, for each GPU, computed once for all.
+
+    The GPUs compared are those that ran ranks (all sampled GPUs when none of those was sampled).
+    """
+
+    def __init__(self, gpus, used=None):
+        chosen = dict((k, v) for k, v in gpus.items() if not used or k in used) or dict(gpus)
+        if len(chosen) < 2 and len(gpus) > len(chosen):
+            chosen = dict(gpus)
+        self.chosen = chosen
+        self.sm = _Peers(dict((k, v["sm_mhz"]) for k, v in chosen.items() if "sm_mhz" in v))
+        self.temp = _Peers(dict((k, v["temp_c"]) for k, v in chosen.items() if "temp_c" in v))
+
+    @staticmethod
+    def _without(peers, key):
+        if key in peers.values:
+            return peers.of(key)[0] if len(peers.values) > 1 else None
+        return median(peers.ordered) if peers.ordered else None
+
+    def sm_of_others(self, key):
+        return self._without(self.sm, key)
+
+    def temp_of_others(self, key):
+        return self._without(self.temp, key)
+
+
+def _gpu_note(record, gpus, opts, peers, flagged=False):
     """(sentence about this rank's GPU, metrics, is_bad) or (None, {}, False) without samples.
 
-    The GPU is compared with the other GPUs that ran ranks (all sampled GPUs when none of those
-    was sampled); a flagged rank's GPU is also compared with its own maximum SM clock.
+    The GPU is compared with the other GPUs (peers: _GpuPeers); a flagged rank's GPU is also
+    compared with its own maximum SM clock.
     """
     key = (str(record.get("node")), str(record.get("gpu")))
     own = gpus.get(key)
     if not own:
         return None, {}, False
     metrics = dict(("gpu_%s" % k, v) for k, v in own.items())
-    others = [v for k, v in gpus.items() if k != key and (not used or k in used)]
-    if not others:
-        others = [v for k, v in gpus.items() if k != key]
     drop = float(opts["sm_clock_drop"])
     notes, bad = [], False
-    other_sm = [o["sm_mhz"] for o in others if "sm_mhz" in o]
-    if "sm_mhz" in own and other_sm and median(other_sm) > 0 and own["sm_mhz"] <= median(other_sm) * (1 - drop):
+    other_sm = peers.sm_of_others(key)
+    if "sm_mhz" in own and other_sm and other_sm > 0 and own["sm_mhz"] <= other_sm * (1 - drop):
         notes.append("its GPU's SM clock was %s MHz against %s MHz on the other GPUs (throttled?)"
-                     % (fmt_num(own["sm_mhz"]), fmt_num(median(other_sm))))
+                     % (fmt_num(own["sm_mhz"]), fmt_num(other_sm)))
         bad = True
     elif flagged and "sm_mhz" in own and own.get("sm_max_mhz") and own["sm_mhz"] <= own["sm_max_mhz"] * (1 - drop):
         notes.append("its GPU's SM clock was %s MHz of %s MHz max (throttled?)"
                      % (fmt_num(own["sm_mhz"]), fmt_num(own["sm_max_mhz"])))
         bad = True
     if "temp_c" in own and own["temp_c"] >= float(opts["temp_c_high"]):
-        other_t = [o["temp_c"] for o in others if "temp_c" in o]
-        notes.append("it ran at %s C%s" % (fmt_num(own["temp_c"]), " (the others %s C)" % fmt_num(median(other_t))
-                                           if other_t else ""))
+        other_t = peers.temp_of_others(key)
+        notes.append("it ran at %s C%s" % (fmt_num(own["temp_c"]), " (the others %s C)" % fmt_num(other_t)
+                                           if other_t is not None else ""))
         bad = True
     if notes:
         return "; ".join(notes), metrics, bad
@@ -635,10 +660,75 @@ def _step_checks(ranks, opts):
     return usable, results
 
 
-def _leave_one_out(values, rank):
-    others = [v for r, v in values.items() if r != rank]
-    center = median(others)
-    return center, mad(others, center)
+class _Peers(object):
+    """Median and MAD of the other ranks' values, for each rank, without an O(n^2) loop.
+
+    Up to EXACT_PEERS ranks each rank's peers are the others exactly (leave one out); above, the
+    median leaves the rank out by index arithmetic on one sorted list and the MAD is the whole
+    group's (one rank moves the MAD of thousands by nothing measurable).
+    """
+    EXACT_PEERS = 64
+
+    def __init__(self, values):
+        self.values = values
+        self.ordered = sorted(values.values())
+        self.exact = len(values) <= self.EXACT_PEERS
+        if not self.exact:
+            self.spread = mad(self.ordered)
+
+    def _median_without(self, value):
+        ordered, n = self.ordered, len(self.ordered) - 1
+        at = bisect.bisect_left(ordered, value)
+
+        def nth(i):  # the i-th of the list with the element at index `at` removed
+            return ordered[i] if i < at else ordered[i + 1]
+        return nth(n // 2) if n % 2 else (nth(n // 2 - 1) + nth(n // 2)) / 2.0
+
+    def of(self, rank):
+        """(median, MAD) of the values of every rank but this one."""
+        if self.exact:
+            others = [v for r, v in self.values.items() if r != rank]
+            center = median(others)
+            return center, mad(others, center)
+        return self._median_without(self.values[rank]), self.spread
+
+
+# What the per-rank step-time chart draws (a rank flagged, or warned, has its own result with all
+# of its numbers): at 8 ranks a node these rows are a large part of a big cluster's results.
+_ROW_FIELDS = ("steps", "compute_p50_ms", "compute_p95_ms", "compute_p99_ms", "sync_p50_ms", "sync_p95_ms",
+               "step_p50_ms")
+
+
+def _node_summaries(rows, flagged):
+    """One workload.node check per node: its ranks' step-time rows (what the report draws) and the
+    numbers the cluster-wide comparisons use; a flagged rank also has its own workload.rank check."""
+    by_node = {}
+    for row in rows:
+        by_node.setdefault(row["node"], []).append(row)
+    results = []
+    for node in sorted(by_node, key=lambda n: (n is None, str(n))):
+        ranks = by_node[node]
+        compute = [r["compute_p50_ms"] for r in ranks if is_number(r.get("compute_p50_ms"))]
+        sync = [r["sync_p50_ms"] for r in ranks if is_number(r.get("sync_p50_ms"))]
+        step = [r["step_p50_ms"] for r in ranks if is_number(r.get("step_p50_ms"))]
+        metrics = {"rank_count": len(ranks), "ranks": ranks}
+        if compute:
+            metrics["compute_p50_ms"] = max(compute)   # its slowest rank
+        if sync:
+            metrics["sync_p50_ms"] = min(sync)         # its least sync wait
+        if step:
+            metrics["step_p50_ms"] = max(step)
+        bad = [r["rank"] for r in ranks if r["rank"] in flagged]
+        message = "%s: %d rank(s) over %d steps, compute p50 %s-%s ms, sync p50 %s-%s ms" % (
+            node or "unknown node", len(ranks), min(r["steps"] for r in ranks),
+            fmt_num(min(compute)) if compute else "?", fmt_num(max(compute)) if compute else "?",
+            fmt_num(min(sync)) if sync else "?", fmt_num(max(sync)) if sync else "?")
+        if bad:
+            message += "; flagged: rank %s (see its own result)" % ", ".join(str(r) for r in bad)
+        result = check_result("workload.node", PASS, message, metrics, node or "cluster")
+        result["node"] = node
+        results.append(result)
+    return results
 
 
 def _rank_checks(usable, samples, opts):
@@ -650,6 +740,9 @@ def _rank_checks(usable, samples, opts):
     p50 = dict((r, percentile(v[1], 50)) for r, v in usable.items())
     p95 = dict((r, percentile(v[1], 95)) for r, v in usable.items())
     sync50 = dict((r, percentile(v[2], 50)) for r, v in usable.items())
+    peers50, peers95, sync_peers = _Peers(p50), _Peers(p95), _Peers(sync50)
+    gpu_peers = _GpuPeers(gpus, used)
+    rows = []
     ratio_limit, k = float(opts["straggler_ratio"]), float(opts["straggler_k"])
     min_ms, tail_limit = float(opts["straggler_min_ms"]), float(opts["tail_ratio"])
     tails = min(len(v[1]) for v in usable.values()) >= int(opts["tail_min_steps"] or 0)
@@ -664,9 +757,9 @@ def _rank_checks(usable, samples, opts):
         metrics.update(_stats(step, "step"))
         message = None
         if len(usable) >= 2:
-            center, spread = _leave_one_out(p50, rank)
-            tail_center, tail_spread = _leave_one_out(p95, rank)
-            sync_center = median([v for r, v in sync50.items() if r != rank])
+            center, spread = peers50.of(rank)
+            tail_center, tail_spread = peers95.of(rank)
+            sync_center = sync_peers.of(rank)[0]
             ratio = p50[rank] / center if center > 0 else float("inf")
             z = robust_z(p50[rank], center, spread)
             tail_ratio = p95[rank] / tail_center if tail_center > 0 else float("inf")
@@ -685,22 +778,24 @@ def _rank_checks(usable, samples, opts):
                            "is normal): it stalls intermittently and holds the others back in those steps" % (
                                label, fmt_num(p95[rank]), fmt_num(round(tail_ratio, 1)), fmt_num(tail_center),
                                fmt_num(p50[rank])))
-        note, gpu_metrics, gpu_bad = _gpu_note(record, gpus, opts, used, flagged=bool(message))
+        note, gpu_metrics, gpu_bad = _gpu_note(record, gpus, opts, gpu_peers, flagged=bool(message))
         metrics.update(gpu_metrics)
+        row = dict((k, metrics[k]) for k in _ROW_FIELDS if k in metrics)
+        row.update({"rank": rank, "gpu": gpu, "node": node})
+        rows.append(row)
         if message:
             flagged.add(rank)
+            row["flagged"] = True
             if note:
                 message += "; " + note
             results.append(_result("workload.rank", FAIL, message, metrics, rank, node, gpu))
-            continue
-        summary = "%s compute p50 %s ms p99 %s ms, sync p50 %s ms over %d steps" % (
-            label, fmt_num(metrics["compute_p50_ms"]), fmt_num(metrics["compute_p99_ms"]),
-            fmt_num(metrics["sync_p50_ms"]), len(compute))
-        if gpu_bad:
+        elif gpu_bad:
+            summary = "%s compute p50 %s ms p99 %s ms, sync p50 %s ms over %d steps" % (
+                label, fmt_num(metrics["compute_p50_ms"]), fmt_num(metrics["compute_p99_ms"]),
+                fmt_num(metrics["sync_p50_ms"]), len(compute))
             results.append(_result("workload.rank", PASS, "%s; %s" % (summary, note), metrics, rank, node, gpu,
                                    warning=True))
-        else:
-            results.append(_result("workload.rank", PASS, summary, metrics, rank, node, gpu))
+    results.extend(_node_summaries(rows, flagged))
     results.extend(_distribution(usable, p50, sync50, flagged, opts))
     return results
 

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
+
 try:
     from junit_xml import TestCase, TestSuite, to_xml_report_string
     HAS_JUNIT_XML = True
@@ -50,7 +52,7 @@ def junit_xml(document):
         cases, properties = [], {}
         for check in (c for c in checks if c.get("stage", "unknown") == stage):
             metrics = check.get("metrics") or {}
-            case = TestCase(_case_name(check), classname=stage, elapsed_sec=check.get("seconds"),
+            case = TestCase(_case_name(check), classname=stage, elapsed_sec=_results.check_seconds(document, check),
                             stdout=json.dumps(metrics, sort_keys=True) if metrics else None)
             if check["status"] == "fail":
                 case.add_failure_info(message=check.get("message", ""), output=_failure_text(check))

@@ -86,6 +86,13 @@ def finite(value, path="", replaced=None):
 
 _CHECK_KEYS = ("stage", "node", "check", "status", "message", "component", "evidence", "metrics",
                "seconds", "raw", "tool", "detail")
+# A pass keeps the lines that prove it, not the whole table it read: results.json must stay linear
+# and small at thousands of nodes (the raw outputs are referenced, never copied); a failure keeps
+# all its evidence lines (_judge_common.EVIDENCE_LINES).
+PASS_EVIDENCE_LINES = 1
+PASS_EVIDENCE_WIDTH = 100
+# Significant digits kept of a metric (a MAD of 1.947499999999991 is 1.9475).
+DIGITS = 6
 
 
 def _check_record(check):
@@ -103,23 +110,65 @@ def _check_record(check):
         record["message"] = "%s (a judge returned the unknown status %r)" % (record["message"], record["status"])
         record["status"] = "error"
     record["message"] = str(record["message"])
+    if record.get("tool") and record.get("raw") == [record["tool"]]:
+        del record["tool"]   # said by raw already
+    if record["status"] in ("pass", "skip"):
+        if record.get("evidence"):
+            record["evidence"] = [_cut(line, PASS_EVIDENCE_WIDTH) for line in record["evidence"][:PASS_EVIDENCE_LINES]
+                                  if str(line).strip() not in record["message"]]   # not what the message quotes
+            if not record["evidence"]:
+                del record["evidence"]
+        record.pop("detail", None)  # a pass's longer account repeats its message and evidence
+    if record.get("metrics"):
+        # None, [] and {} say nothing a reader needs; at 200,000 checks they are megabytes.
+        record["metrics"] = dict((k, _rounded(v)) for k, v in record["metrics"].items() if v not in (None, [], {}))
+        if not record["metrics"]:
+            del record["metrics"]
     return record
 
 
+def _rounded(value):
+    if isinstance(value, float):
+        return float("%.*g" % (DIGITS, value))
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return dict((k, _rounded(v)) for k, v in value.items())
+    return value
+
+
+def _cut(line, width):
+    line = str(line)
+    return line if len(line) <= width else line[:width - 3] + "..."
+
+
 def _rank_rows(checks):
-    """workload.ranks: one row per rank from the workload judge's per-rank checks."""
-    rows = {}
+    """workload.ranks: one row per rank, from the workload judge's per-node summaries (their
+    step-time rows) and its per-rank results (a flagged or warned rank, with its status)."""
+    rows, status = {}, {}
     for check in checks:
-        if check.get("stage") != "workload" or check.get("check") != "workload.rank":
+        if check.get("stage") != "workload":
             continue
         metrics = check.get("metrics") or {}
-        rank = metrics.get("rank")
-        if not isinstance(rank, int) or isinstance(rank, bool) or rank < 0 or rank in rows:
-            continue
-        row = dict((k, v) for k, v in metrics.items() if k not in ("rank", "warning"))
-        row.update({"rank": rank, "node": check.get("node"), "status": check.get("status"),
-                    "flagged": check.get("status") in _run_state.BAD or bool(metrics.get("warning"))})
-        rows[rank] = row
+        if check.get("check") == "workload.node":
+            for row in metrics.get("ranks") or []:
+                rank = row.get("rank") if isinstance(row, dict) else None
+                if isinstance(rank, int) and not isinstance(rank, bool) and rank >= 0 and rank not in rows:
+                    rows[rank] = dict((k, v) for k, v in row.items() if v is not None)
+                    rows[rank]["node"] = row.get("node") or check.get("node")
+        elif check.get("check") == "workload.rank" and isinstance(metrics.get("rank"), int):
+            status[metrics["rank"]] = (check.get("status"), bool(metrics.get("warning")))
+    for rank, row in rows.items():
+        found, warned = status.get(rank, ("pass", False))
+        flagged = found in _run_state.BAD or warned or bool(row.get("flagged"))
+        row.pop("flagged", None)
+        if found != "pass":  # a pass, not flagged, is the default a reader assumes
+            row["status"] = found
+        if flagged:
+            row["flagged"] = True
+        for key, value in list(row.items()):
+            if isinstance(value, float):
+                row[key] = float("%.4g" % value)
     return [rows[r] for r in sorted(rows)]
 
 
@@ -134,6 +183,39 @@ def _curves(checks):
     return curves
 
 
+def raw_owner(document, check):
+    """Whose raw outputs a check's raw keys name: the stage's controller folder, else its node."""
+    owner = "_" + str(check.get("stage"))
+    return owner if owner in (document.get("raw") or {}) else check.get("node")
+
+
+def check_seconds(document, check):
+    """The time the tool(s) behind a check took: its own seconds, else its raw outputs' (summed)."""
+    if isinstance(check.get("seconds"), (int, float)):
+        return check["seconds"]
+    entries = (document.get("raw") or {}).get(raw_owner(document, check)) or {}
+    found = [entries[k]["seconds"] for k in check.get("raw") or [] if isinstance((entries.get(k) or {}).get("seconds"),
+                                                                                  (int, float))]
+    return round(sum(found), 3) if found else None
+
+
+def _raw_index(raw):
+    """The raw-output index without its defaults (exit status 0, complete): a line per output."""
+    index = {}
+    for owner, tools in raw.items():
+        entries = index[owner] = {}
+        for tool, entry in (tools or {}).items():
+            entry = dict(entry)
+            if entry.get("rc") == 0:
+                del entry["rc"]
+            if entry.get("complete") is True:
+                del entry["complete"]
+            if entry.get("seconds") is None:
+                entry.pop("seconds", None)
+            entries[tool] = entry
+    return index
+
+
 def build_document(run, checks, targets=(), raw=None, documents=None, state="complete"):
     """The results.json document of a run.
 
@@ -143,7 +225,16 @@ def build_document(run, checks, targets=(), raw=None, documents=None, state="com
     (fabric, workload, baseline); state: 'running' while the run goes on, 'complete' at its end.
     """
     replaced = []
+    raw = _raw_index(finite(raw or {}, "/raw", replaced))
     records = [_check_record(c) for c in finite(list(checks), "/checks", replaced)]
+    for record in records:
+        # The tool's time lives once, in the raw index; a check says it only when it differs.
+        if "seconds" in record and record.get("raw"):
+            entries = raw.get("_" + record["stage"]) or raw.get(record["node"]) or {}
+            known = [entries.get(k, {}).get("seconds") for k in record["raw"]]
+            if known and all(isinstance(v, (int, float)) for v in known) and \
+                    abs(sum(known) - record["seconds"]) < 0.0015:
+                del record["seconds"]
     stages = []
     for record in records:
         if record["stage"] not in stages:
@@ -165,12 +256,15 @@ def build_document(run, checks, targets=(), raw=None, documents=None, state="com
         "cluster": cluster,
         "stages": stages,
         "checks": records,
-        "raw": finite(raw or {}, "/raw", replaced),
+        "raw": raw,
     }
     for name, value in sorted((documents or {}).items()):
         if name in ("fabric", "workload", "baseline") and isinstance(value, dict):
             document[name] = finite(value, "/" + name, replaced)
     ranks = _rank_rows(records)
+    for record in records:  # the rows live once, in workload.ranks
+        if record["check"] == "workload.node" and record["stage"] == "workload" and record.get("metrics"):
+            record["metrics"].pop("ranks", None)
     if ranks:
         workload = dict(document.get("workload") or {})
         workload["ranks"] = ranks

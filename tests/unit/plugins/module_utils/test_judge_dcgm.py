@@ -58,7 +58,11 @@ def test_level3_pass_states_what_the_output_proved(four_gpus):
         in level["evidence"]
     assert "| GPU Device IDs Detected   | 25b6, 25b6, 25b6, 25b6                         |" \
         in level["evidence"]
-    assert "dcgmi diag test 'targeted_power' passed" in [r["message"] for r in results]
+    (tests,) = [r for r in results if r["check"] == "dcgm.tests"]   # the passes, in one result
+    assert tests["message"].startswith("dcgmi diag: 7 test(s) passed (Deployment 1, Hardware 2, Integration 1, "
+                                       "Stress 3): ")
+    assert "targeted_power" in tests["metrics"]["passed"] and tests["metrics"]["gpus"] == [0, 1, 2, 3]
+    assert not [r for r in results if r["check"] == "dcgm.test"]
     assert all(r["evidence"] for r in results)
 
 
@@ -198,7 +202,7 @@ def test_gpus_not_shown_is_an_error(h100):
 def test_gpu_id_beyond_the_node_is_an_error(four_gpus):
     text = _text("text_4x_r3_pass_docs.txt").replace("GPU3: Pass", "GPU9: Pass")
     results = judge_dcgm(parse_dcgm_diag(text), four_gpus)
-    assert "pass" not in [r["status"] for r in results if r["check"] != "dcgm.test"]
+    assert "pass" not in [r["status"] for r in results if r["check"] not in ("dcgm.test", "dcgm.tests")]
     assert any(r["status"] == "error" for r in results)
 
 

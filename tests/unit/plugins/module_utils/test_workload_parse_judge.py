@@ -149,8 +149,14 @@ def test_real_capture_names_the_slowed_rank_only():
     assert metrics["sync_p50_ms"] < metrics["sync_p50_others_ms"]
     for key in ("compute_p95_ms", "compute_p99_ms", "sync_p95_ms", "sync_p99_ms", "step_p50_ms"):
         assert key in metrics
-    passes = [r for r in results if r["check"] == "workload.rank" and r["status"] == "pass"]
-    assert sorted(r["node"] for r in passes) == ["gpu001", "gpu002", "gpu004"]
+    # every node gets its summary with its ranks' rows; the flagged rank also has its own result
+    nodes = dict((r["node"], r) for r in results if r["check"] == "workload.node")
+    assert sorted(nodes) == ["gpu001", "gpu002", "gpu003", "gpu004"]
+    assert all(r["status"] == "pass" for r in nodes.values())
+    assert [row["rank"] for row in nodes["gpu003"]["metrics"]["ranks"]] == [2]
+    assert nodes["gpu003"]["metrics"]["ranks"][0]["flagged"] is True
+    assert "flagged: rank 2" in nodes["gpu003"]["message"]
+    assert not any(r["check"] == "workload.rank" and r["status"] == "pass" for r in results)
 
 
 def test_real_gpu_samples_explain_the_straggler():
@@ -172,7 +178,12 @@ def test_clean_run_passes_with_a_tight_distribution():
     results = judge_workload(parse_workload_log(make_log()), 8)
     assert bad(results) == []
     assert all(r["status"] == "pass" for r in results)
-    assert sum(1 for r in results if r["check"] == "workload.rank") == 8
+    assert not [r for r in results if r["check"] == "workload.rank"]   # nothing to single out
+    summaries = [r for r in results if r["check"] == "workload.node"]
+    assert sum(len(r["metrics"]["ranks"]) for r in summaries) == 8
+    assert all(set(row) >= {"rank", "gpu", "node", "steps", "compute_p50_ms", "compute_p99_ms", "sync_p95_ms",
+                            "step_p50_ms"}
+               for r in summaries for row in r["metrics"]["ranks"])
     dist = [r for r in results if r["check"] == "workload.distribution"][0]
     assert dist["message"].startswith("all 8 ranks compute p50 ") and dist["message"].endswith("a tight distribution")
     assert dist["metrics"]["compute_spread"] < 1.05 and not dist["metrics"].get("warning")

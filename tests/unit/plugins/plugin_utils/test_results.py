@@ -29,7 +29,7 @@ def test_a_document_validates_and_round_trips_through_its_compact_text():
 
 def test_non_finite_numbers_become_null_and_are_named():
     doc = _results.build_document(RUN, [check("a", metrics={"busbw": float("inf"), "t": float("nan"), "ok": 1.5})], ["a"])
-    assert doc["checks"][0]["metrics"] == {"busbw": None, "t": None, "ok": 1.5}
+    assert doc["checks"][0]["metrics"] == {"ok": 1.5}   # null metrics are left out
     assert "not finite numbers written as null: /checks/0/metrics/busbw" in doc["run"]["warnings"][0]
     assert _results.validate(doc) == []
     assert "NaN" not in _results.dumps(doc) and "Infinity" not in _results.dumps(doc)
@@ -56,13 +56,19 @@ def test_an_unknown_status_from_a_judge_is_written_as_an_error():
 
 def test_workload_ranks_and_busbw_curves_come_from_the_judges_checks():
     checks = [check("a"),
+              {"stage": "workload", "node": "a", "check": "workload.node", "status": "pass", "message": "a: 2 ranks",
+               "metrics": {"ranks": [{"rank": 3, "gpu": "0", "node": "a", "compute_p50_ms": 12.5, "flagged": True},
+                                     {"rank": 2, "gpu": "1", "node": "a", "compute_p50_ms": 4.0}]}, "component": "a"},
               {"stage": "workload", "node": "a", "check": "workload.rank", "status": "fail", "message": "slow",
                "metrics": {"rank": 3, "gpu": "0", "compute_p50_ms": 12.5}, "component": "rank 3"},
               {"stage": "nccl_single_node", "node": "a", "check": "nccl.busbw", "status": "pass", "message": "ok",
                "metrics": {"busbw": 400.0, "curve": [[8388608, 100.0], [1073741824, 400.0]]}, "component": None}]
     doc = _results.build_document(RUN, checks, ["a"])
-    assert doc["workload"]["ranks"] == [{"rank": 3, "node": "a", "gpu": "0", "compute_p50_ms": 12.5,
-                                         "status": "fail", "flagged": True}]
+    assert doc["workload"]["ranks"] == [   # a passing rank that nobody flagged says so by saying nothing
+        {"rank": 2, "node": "a", "gpu": "1", "compute_p50_ms": 4.0},
+        {"rank": 3, "node": "a", "gpu": "0", "compute_p50_ms": 12.5, "status": "fail", "flagged": True}]
+    # the rows live once: not in the node's summary check too
+    assert "ranks" not in [c for c in doc["checks"] if c["check"] == "workload.node"][0].get("metrics", {})
     assert doc["nccl"]["curves"] == {"a": [[8388608, 100.0], [1073741824, 400.0]]}
     assert _results.validate(doc) == []
 
