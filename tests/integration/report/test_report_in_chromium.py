@@ -1,35 +1,65 @@
-"""The report as a person sees it: rendered by headless Chromium with every host name unresolvable.
+"""The report of a real acceptance run as a person sees it: headless Chromium, every host name unresolvable.
 
-From the slow-node fixture (a real 16-node simulated acceptance run plus the fabric, workload and
-baseline sections, tests/fixtures/report/SOURCES.md): Chromium's DOM holds the heatmap with n x n
-cells and the pinned node named on it; the screenshot shows one dark red row and one dark red column
-exactly where that node's row and column are; the page asks the network for nothing (Chromium's
-own net log, checked against a control page that does). Then a real ansible-playbook replay run
-shows the callback writing report.html and metrics.prom next to results.json.
+Once for the module: a real ansible-playbook acceptance run (every stage) of a simulated 16-node
+cluster on real Slurm with one slow node (slow_node 0.5: only the multi-node tests can see it), as
+in sim/clusters/demo.yml. Its callback writes results.json, report.html and metrics.prom. Then:
+the page and metrics are the renderings of that results.json; Chromium's DOM holds the pairwise
+heatmap with the pinned node outlined, the step-time chart and the localisation rounds with
+every group of results.json; the screenshot shows each tested pair's colour where its cell is and
+the pinned node's row and column red and outlined; the page asks the network for nothing
+(Chromium's own net log, checked against a control page that does).
 
-Set GPUCLUSTER_REPORT_SCREENSHOT=/some/file.png to keep the screenshot for a look.
+GPUCLUSTER_REPORT_RUN_DIR=artifacts/<run-id> runs the same checks on that run's artifacts instead
+(e.g. a `make demo` run; its pinned node is read from its results.json). Set
+GPUCLUSTER_REPORT_SCREENSHOT=/some/file.png to keep the screenshot for a look.
 """
 import json
 import os
 import shutil
 import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
 import report_png
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _html_report
-from conftest import FIXTURES, REPO
-from harness import playbook
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _html_report, _prometheus
+from harness import SimRun, spec, validated_results
 
 pytestmark = pytest.mark.integration
 
-RUN_DIR = FIXTURES / "report" / "run_slow_node"
-SLOW = "gpu014"
-WINDOW = (1400, 2400)
-# the heatmap's colour for a pair at half the median busbw (_html_report._RAMP's first stop)
-DARK_RED = (165, 0, 38)
-HEALTHY_GREEN = (26, 152, 80)
+SLOW = "gpu012"
+FAULTS = [{"kind": "slow_node", "node": SLOW, "factor": 0.5}]
+WINDOW = (1400, 3200)
 VERDICT_RED = (207, 34, 46)  # #cf222e
+OUTLINE = (31, 35, 40)  # #1f2328
+
+
+class Run(object):
+    """The artifacts of one finished acceptance run: its directory, results.json, output and exit code."""
+
+    def __init__(self, directory, results, output="", rc=None):
+        self.dir, self.results, self.output, self.rc = Path(directory), results, output, rc
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    given = os.environ.get("GPUCLUSTER_REPORT_RUN_DIR")
+    if given:
+        return Run(given, validated_results(Path(given) / "results.json"))
+    with SimRun(spec("rptchrome", faults=FAULTS), tmp_path_factory.mktemp("report-run")) as sim:
+        done = sim.acceptance(timeout=1200)
+    assert done.results is not None, done.output[-3000:]
+    return Run(done.dir, done.results, done.output, done.rc)
+
+
+@pytest.fixture(scope="module")
+def pinned(run):
+    nodes = run.results["fabric"]["pinned"]["nodes"]
+    if not os.environ.get("GPUCLUSTER_REPORT_RUN_DIR"):
+        assert nodes == [SLOW], run.results["fabric"]["nodes"]
+    assert len(nodes) == 1, nodes
+    return nodes[0]
 
 
 def chromium():
@@ -46,7 +76,7 @@ def run_chromium(tmp_path, url, *args):
     net_log = profile.with_suffix(".netlog.json")
     cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--user-data-dir=%s" % profile, '--host-resolver-rules=MAP * ~NOTFOUND',
+           "--force-device-scale-factor=1", "--user-data-dir=%s" % profile, '--host-resolver-rules=MAP * ~NOTFOUND',
            "--log-net-log=%s" % net_log] + list(args) + [url]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -65,18 +95,66 @@ def page_requests(net_log):
     return found
 
 
+class Dom(HTMLParser):
+    """The elements of Chromium's DOM dump: (tag, attrs, ancestor ids)."""
+
+    def __init__(self, text):
+        super().__init__(convert_charrefs=True)
+        self.elements, self.stack = [], []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append({"tag": tag, "attrs": dict(attrs), "within": [e["attrs"].get("id") for e in self.stack],
+                              "text": []})
+        if tag not in ("meta", "br", "link", "img", "input", "hr"):
+            self.stack.append(self.elements[-1])
+
+    def handle_startendtag(self, tag, attrs):
+        self.elements.append({"tag": tag, "attrs": dict(attrs), "within": [e["attrs"].get("id") for e in self.stack],
+                              "text": []})
+
+    def handle_endtag(self, tag):
+        while self.stack:
+            if self.stack.pop()["tag"] == tag:
+                break
+
+    def handle_data(self, data):
+        for element in self.stack:
+            element["text"].append(data)
+
+    def find(self, tag, within, klass=None):
+        return [e for e in self.elements if e["tag"] == tag and within in e["within"]
+                and (klass is None or klass in e["attrs"].get("class", "").split())]
+
+    def by_id(self, name):
+        return [e for e in self.elements if e["attrs"].get("id") == name]
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("report")
-    path = out / "report.html"
-    path.write_text(_html_report.render_html(json.loads((RUN_DIR / "results.json").read_text()), str(RUN_DIR)))
-    return path
+def dom(run, tmp_path_factory):
+    text, _log = run_chromium(tmp_path_factory.mktemp("dom"), (run.dir / "report.html").as_uri(), "--dump-dom")
+    return Dom(text)
 
 
-def test_the_page_asks_the_network_for_nothing(report, tmp_path):
-    text = report.read_text()
+def test_the_callback_draws_page_and_metrics_from_its_results_json(run):
+    if run.rc is not None:
+        assert run.rc != 0  # the slow node fails acceptance
+        assert "artifacts: %s (report.html, junit.xml, results.json, metrics.prom, raw/)" % run.dir in run.output
+    assert (run.dir / "report.html").read_text() == _html_report.render_html(run.results, str(run.dir))
+    metrics = (run.dir / "metrics.prom").read_text()
+    assert metrics == _prometheus.render_textfile(run.results)
+    assert "gpucluster_acceptance_verdict 0\n" in metrics
+    if not shutil.which("promtool"):
+        pytest.fail("promtool is missing: install the Debian package 'prometheus'", pytrace=False)
+    proc = subprocess.run(["promtool", "check", "metrics"], input=metrics, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_page_asks_the_network_for_nothing(run, tmp_path):
+    text = (run.dir / "report.html").read_text()
     assert "http://" not in text and "https://" not in text
-    _dom, log = run_chromium(tmp_path, report.as_uri(), "--dump-dom")
+    _dom, log = run_chromium(tmp_path, (run.dir / "report.html").as_uri(), "--dump-dom")
     assert page_requests(log) == []
     # control: the same check does see a page that loads a picture and a style sheet from elsewhere
     control = tmp_path / "control.html"
@@ -86,18 +164,50 @@ def test_the_page_asks_the_network_for_nothing(report, tmp_path):
     assert sorted(page_requests(log)) == ["http://example.invalid/a.png", "https://fonts.example.invalid/b.css"]
 
 
-def test_chromium_builds_the_heatmap_and_names_the_pinned_node(report, tmp_path):
-    dom, _log = run_chromium(tmp_path, report.as_uri(), "--dump-dom")
-    start = dom.index('<svg id="heatmap"')
-    heatmap = dom[start:dom.index("</svg>", start)]
-    assert heatmap.count('<rect class="cell') == 16 * 16
-    assert heatmap.count("PINNED \u25b6 %s</text>" % SLOW) == 2
-    assert heatmap.count('class="cell low"') == 30
-    for section in ('<svg id="busbw-curves"', '<svg id="step-times"', 'id="rounds-table"', 'id="nodes-table"'):
-        assert section in dom
+def test_chromium_draws_the_heatmap_with_the_pinned_node_outlined(run, dom, pinned):
+    fabric = run.results["fabric"]
+    names = sorted(fabric["nodes"])
+    cells = dom.find("rect", "heatmap", "cell")
+    assert len(cells) == len(names) ** 2
+    tested = [c for c in cells if c["attrs"].get("data-busbw")]
+    pairs = set(tuple(sorted((a, b))) for a, row in fabric["matrix"].items() for b, v in row.items() if v is not None)
+    assert len(tested) == 2 * len(pairs) > 0
+    outlines = dom.find("rect", "heatmap", "outline")
+    assert [o["attrs"]["data-node"] for o in outlines] == [pinned, pinned]
+    labels = ["".join(t["text"]) for t in dom.find("text", "heatmap", "marked")]
+    assert labels == ["PINNED \u25b6 %s" % pinned] * 2
+    low = [c for c in cells if "low" in c["attrs"]["class"].split()]
+    assert low and all(pinned in (c["attrs"]["data-a"], c["attrs"]["data-b"]) for c in low)
 
 
-def near(colour, target, tolerance=14):
+def test_chromium_draws_the_step_time_chart(run, dom):
+    # workload.ranks is what the chart draws (the builder makes it from the workload.rank checks' metrics)
+    ranks = (run.results.get("workload") or {}).get("ranks")
+    per_rank = [c for c in run.results["checks"] if c["check"] == "workload.rank"]
+    assert ranks, "results.json has no workload.ranks: %d workload.rank check(s), %d with metrics.rank" % (
+        len(per_rank), len([c for c in per_rank if "rank" in (c.get("metrics") or {})]))
+    marks = dom.find("g", "step-times", "rank")
+    assert len(set(m["attrs"]["data-rank"] for m in marks)) == len(ranks)
+    assert set(m["attrs"]["data-phase"] for m in marks) >= {"compute", "sync"}
+
+
+def test_chromium_draws_the_rounds_with_their_groups(run, dom):
+    rounds = run.results["fabric"]["rounds"]
+    groups = dom.find("g", "rounds-chart", "group")
+    summaries = dom.find("g", "rounds-chart", "group-summary")
+    assert len(groups) + sum(int(s["attrs"]["data-count"]) for s in summaries) == sum(len(r["groups"]) for r in rounds) > 0
+    for entry in rounds:
+        drawn = sorted(g["attrs"]["data-nodes"] for g in groups if g["attrs"]["data-round"] == str(entry["round"]))
+        assert drawn == sorted(" ".join(g["nodes"]) for g in entry["groups"])
+        assert sorted(g["attrs"]["data-status"] for g in groups if g["attrs"]["data-round"] == str(entry["round"])) == \
+            sorted(g["status"] for g in entry["groups"])
+
+
+def rgb(hex_colour):
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def near(colour, target, tolerance=10):
     return all(abs(a - b) <= tolerance for a, b in zip(colour, target))
 
 
@@ -113,80 +223,60 @@ def bands(counts, minimum):
     return runs
 
 
-def test_the_screenshot_shows_the_slow_node_row_and_column_in_red(report, tmp_path):
+def test_the_screenshot_shows_each_pair_and_the_pinned_node_row_and_column(run, dom, pinned, tmp_path):
     shot = tmp_path / "report.png"
-    run_chromium(tmp_path, report.as_uri(), "--screenshot=%s" % shot, "--window-size=%d,%d" % WINDOW)
+    run_chromium(tmp_path, (run.dir / "report.html").as_uri(), "--screenshot=%s" % shot, "--window-size=%d,%d" % WINDOW)
     if os.environ.get("GPUCLUSTER_REPORT_SCREENSHOT"):
         shutil.copy(str(shot), os.environ["GPUCLUSTER_REPORT_SCREENSHOT"])
     image = report_png.read_png(str(shot))
-    width, height, _channels, _rows = image
+    width, height, channels, rows = image
     assert (width, height) == WINDOW
     # the verdict banner: a wide red block near the top
     assert sum(1 for x in range(0, width, 4) if near(report_png.pixel(image, x, 100), VERDICT_RED)) > 200
-    # every second pixel each way is plenty for cells of 30 pixels; bands are in sampled coordinates
-    step = 2
-    red_rows, red_cols = [0] * (height // step), [0] * (width // step)
-    green_rows, green_cols = [0] * (height // step), [0] * (width // step)
-    rows, channels = image[3], image[2]
-    for y in range(0, height - height % step, step):
-        line = rows[y]
-        for x in range(0, width - width % step, step):
-            at = x * channels
-            colour = (line[at], line[at + 1], line[at + 2])
-            if near(colour, DARK_RED):
-                red_rows[y // step] += 1
-                red_cols[x // step] += 1
-            elif near(colour, HEALTHY_GREEN, 40):
-                green_rows[y // step] += 1
-                green_cols[x // step] += 1
-    # the grid: the rows and columns with many healthy cells
-    grid_rows = bands(green_rows, 150 // step)
-    grid_cols = bands(green_cols, 150 // step)
-    top, bottom = grid_rows[0][0], grid_rows[-1][1]
+    svg = dom.by_id("heatmap")[0]["attrs"]
+    count, cell = int(svg["data-nodes"]), int(svg["data-cell"])
+    cells = [c["attrs"] for c in dom.find("rect", "heatmap", "cell") if "diag" not in c["attrs"]["class"].split()]
+    # the grid on the screen: the rows and columns made mostly of off-diagonal cell colours
+    fills = set(rgb(c["fill"]) for c in cells)
+    keys = set((r + dr) // 4 * 4096 + (g + dg) // 4 * 64 + (b + db) // 4
+               for r, g, b in fills for dr in (-3, 0, 3) for dg in (-3, 0, 3) for db in (-3, 0, 3))
+    hits = [[x for x in range(width) if rows[y][x * channels] // 4 * 4096 + rows[y][x * channels + 1] // 4 * 64
+             + rows[y][x * channels + 2] // 4 in keys] for y in range(height)]
+    minimum = int(0.6 * (count - 1) * cell)
+    # a band per row of cells (white strokes between them), from the first one down a grid's height
+    # (the charts further down have long lines of similar greys)
+    grid_rows = bands([len(h) for h in hits], minimum)
+    assert grid_rows, "no heatmap grid on the screenshot"
+    top = grid_rows[0][0]
+    bottom = [b for a, b in grid_rows if a < top + count * cell][-1]
+    col_hits = [0] * width  # the columns counted within the grid's rows only
+    for y in range(top, bottom + 1):
+        for x in hits[y]:
+            col_hits[x] += 1
+    grid_cols = bands(col_hits, minimum)
+    assert grid_cols, "no heatmap grid on the screenshot"
     left, right = grid_cols[0][0], grid_cols[-1][1]
-    cell = (bottom - top + 1) / 16.0
-    assert cell * step > 10, "the heatmap is too small to read"
-    assert abs((right - left + 1) / 16.0 - cell) < 1, "the heatmap is not square"
-    # one dark red row band and one dark red column band, 15 cells long, at the slow node's place (14th of 16)
-    row_bands = bands(red_rows, int(12 * cell))
-    col_bands = bands(red_cols, int(12 * cell))
-    assert len(row_bands) == 1 and len(col_bands) == 1, (row_bands, col_bands)
-    assert round((row_bands[0][0] - top) / cell) == 13
-    assert round((col_bands[0][0] - left) / cell) == 13
-    # a cell high and wide, less the outline drawn around the pinned node's row and column
-    assert cell * 0.7 <= row_bands[0][1] - row_bands[0][0] + 1 <= cell * 1.1
-    assert cell * 0.7 <= col_bands[0][1] - col_bands[0][0] + 1 <= cell * 1.1
-
-
-def promtool_check(text):
-    if not shutil.which("promtool"):
-        pytest.fail("promtool is missing: install the Debian package 'prometheus'", pytrace=False)
-    return subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
-                          timeout=60, check=False)
-
-
-def test_the_callback_writes_report_and_metrics_next_to_results(tmp_path):
-    """A real ansible-playbook run (a replay of the fixture's nccl-tests outputs: no node is touched)."""
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(
-        "all:\n  vars:\n    acceptance_profile: hgx_h100_sxm\n  children:\n"
-        "    slurm_controller:\n      hosts:\n        localhost:\n"
-        "          ansible_connection: local\n          ansible_python_interpreter: '{{ ansible_playbook_python }}'\n"
-        "    gpu_nodes:\n      vars:\n        ansible_connection: local\n"
-        "        ansible_python_interpreter: '{{ ansible_playbook_python }}'\n"
-        "      hosts:\n        gpu003: {}\n        gpu013: {}\n        gpu014: {}\n")
-    run = playbook(inventory, tmp_path / "artifacts", "-e", "acceptance_replay_dir=%s" % RUN_DIR,
-                   "--tags", "nccl_single_node", timeout=300)
-    assert run.results is not None, run.output[-3000:]
-    assert run.results["verdict"] == "fail"
-    assert "artifacts: %s (report.html, junit.xml, results.json, metrics.prom, raw/)" % run.dir in run.output
-    page = (run.dir / "report.html").read_text()
-    assert page == _html_report.render_html(run.results, str(run.dir))
-    assert page.count('<polyline class="curve') == 3  # read from the run's own raw/<node>/all_reduce_perf.txt
-    assert page.count('<polyline class="curve slow" data-node="gpu003"') == 1
-    assert "Fabric pairwise tests: not run" in page
-    metrics = (run.dir / "metrics.prom").read_text()
-    assert 'gpucluster_acceptance_node_status{node="gpu003",stage="nccl_single_node"} 0' in metrics
-    proc = promtool_check(metrics)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert os.path.getsize(str(run.dir / "results.json")) > 0 and (REPO / "tools" / "render-report").exists()
+    assert abs((bottom - top + 1) / count - cell) <= 1 and abs((right - left + 1) / count - cell) <= 1, \
+        (top, bottom, left, right, cell)
+    x0, y0 = min(int(c["x"]) for c in cells), min(int(c["y"]) for c in cells)
+    order = dict(((int(c["y"]) - y0) // cell, c["data-a"]) for c in cells)  # row index -> its node
+    assert sorted(order) == list(range(count)) and pinned in order.values()
+    p = [i for i, name in order.items() if name == pinned][0]
+    # every off-diagonal cell shows its own colour at its place; the pinned node's pairs are red, the others not
+    for c in cells:
+        i, j = (int(c["y"]) - y0) // cell, (int(c["x"]) - x0) // cell
+        colour = report_png.pixel(image, left + j * cell + cell // 2, top + i * cell + cell // 2)
+        assert near(colour, rgb(c["fill"])), (c["data-a"], c["data-b"], colour, c["fill"])
+        if c.get("data-busbw"):
+            red = colour[0] > 150 and colour[1] < 120
+            assert red == (pinned in (c["data-a"], c["data-b"])), (c["data-a"], c["data-b"], colour)
+    # the outline: dark lines along both edges of the pinned node's row and of its column, the whole grid long
+    # (within 3 pixels of where the grid's bands put the edge: anti-aliased borders blur the bands' ends)
+    for edge in (top + p * cell, top + (p + 1) * cell):
+        dark = max(sum(1 for x in range(left, right + 1) if near(report_png.pixel(image, x, y), OUTLINE, 40))
+                   for y in range(edge - 3, edge + 4))
+        assert dark >= 0.9 * (right - left + 1), ("row", edge, dark)
+    for edge in (left + p * cell, left + (p + 1) * cell):
+        dark = max(sum(1 for y in range(top, bottom + 1) if near(report_png.pixel(image, x, y), OUTLINE, 40))
+                   for x in range(edge - 3, edge + 4))
+        assert dark >= 0.9 * (bottom - top + 1), ("column", edge, dark)

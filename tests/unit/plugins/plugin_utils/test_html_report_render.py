@@ -1,6 +1,6 @@
-"""The HTML report: structure, escaping of hostile node names, absent sections, the heatmap, the tool."""
+"""report.html from a validated results.json: structure, escaping of hostile node names, absent, not kept and
+malformed sections, the heatmap, the step-time chart, the rounds, the tool."""
 import copy
-import json
 import os
 import shutil
 import subprocess
@@ -9,17 +9,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _html_report
-from conftest import FIXTURES, REPO
+import report_documents as docs
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _html_report, _report_svg, _results
+from conftest import REPO
 
-RUN_DIR = FIXTURES / "report" / "run_slow_node"
-SLOW = "gpu014"           # pinned by the fabric localisation, flagged by the workload test
-SLOW_SINGLE = "gpu003"    # NVLink down: its single-node busbw is 5 % of its peers'
+SLOW = docs.DEMO_SLOW
 VOID = {"meta", "br", "hr", "img", "input", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
-
-
-def load():
-    return json.loads((RUN_DIR / "results.json").read_text())
 
 
 class Page(HTMLParser):
@@ -74,106 +69,176 @@ class Page(HTMLParser):
         assert len(found) <= 1, "id %s twice" % name
         return found[0] if found else None
 
+    def sections(self):
+        return dict((s["attrs"]["id"], s["text"]) for s in self.find("section"))
+
+
+def parsed(document):
+    page = Page(_html_report.render_html(document, str(docs.DEMO_DIR)))
+    assert page.problems == []
+    return page
+
 
 @pytest.fixture(scope="module")
 def results():
-    return load()
+    return docs.demo()
 
 
 @pytest.fixture(scope="module")
 def page(results):
-    text = _html_report.render_html(results, str(RUN_DIR))
-    parsed = Page(text)
-    assert parsed.problems == []
-    return parsed
+    return parsed(results)
 
 
-def test_verdict_is_big_red_and_names_the_bad_nodes(page):
+def test_the_verdict_is_the_documents_verdict_big_and_red(page, results):
     verdict = page.by_id("verdict")
     assert "fail" in verdict["attrs"]["class"].split()
-    assert verdict["text"].startswith("FAIL")
-    for node in ("gpu003", "gpu009", "gpu011", SLOW):
+    assert verdict["text"].startswith("FAIL") and results["verdict"]["message"] in verdict["text"]
+    for node in results["verdict"]["failed_nodes"]:
         assert node in verdict["text"]
-    assert "4 of 16 node(s) failed" in verdict["text"]
+    assert "gpu012 (fabric)" in verdict["text"] and "gpu003 (nccl_single_node, topology)" in verdict["text"]
+    counts = page.find("p", klass="counts")[0]["text"]
+    assert "16 node(s), 7 failed; 622 check(s): 578 pass, 12 fail, 32 skip" == counts
+    assert results["verdict"]["cluster_problems"][0] in page.by_id("cluster-problems")["text"]
+    assert page.by_id("incomplete") is None and page.by_id("contradictions") is None
 
 
-def test_node_table_has_a_row_per_node_bad_first_with_stage_cells_and_numbers(page, results):
+def test_node_table_has_a_row_per_node_failed_first_and_the_cluster_row(page, results):
     rows = page.find("tr", within="nodes-table")[1:]
-    assert [r["attrs"]["data-node"] for r in rows][:4] == ["gpu003", "gpu009", "gpu011", SLOW]
-    assert len(rows) == len(results["nodes"]) == 16
-    row = next(r for r in rows if r["attrs"]["data-node"] == SLOW)
-    assert "pinned" in row["text"] and "41.6 / 1.3" in row["text"] and "469.4" in row["text"]
-    assert "15 of 15 pairs" in row["text"]  # the problem's sentence
+    node_rows = [r for r in rows if "data-node" in r["attrs"]]
+    assert [r["attrs"]["data-node"] for r in node_rows][:7] == results["verdict"]["failed_nodes"]
+    assert len(node_rows) == len(results["nodes"]) == 16
+    row = dict((r["attrs"]["data-node"], r) for r in node_rows)[SLOW]
+    assert "pinned" in row["text"] and "461.1" in row["text"] and "2 of 2 pairs" in row["text"]
+    cluster = [r for r in rows if r["attrs"].get("data-cluster")]
+    assert len(cluster) == 1 and "bad" in cluster[0]["attrs"]["class"] and "11-node all_reduce_perf" in cluster[0]["text"]
     stage_cells = page.find("td", within="nodes-table", klass="st")
-    assert len(stage_cells) == 16 * (1 + 8 + 1)  # result, 8 stages, fabric verdict
-    slow_single = next(r for r in rows if r["attrs"]["data-node"] == SLOW_SINGLE)
-    assert "-95.4 %" in slow_single["text"]  # the baseline delta
-    assert page.find("td", within="nodes-table", klass="fail")
+    assert len(stage_cells) == 16 * (1 + 8 + 1) + (1 + 8)  # result, 8 stages, fabric verdict; the cluster row
 
 
-def test_heatmap_has_n_squared_cells_and_the_slow_node_row_and_column_are_low(page, results):
-    heatmap = page.by_id("heatmap")
-    assert heatmap["tag"] == "svg"
-    nodes = sorted(results["fabric"]["verdicts"])
+def test_heatmap_draws_the_matrix_and_outlines_the_pinned_node(page, results):
+    nodes = sorted(results["fabric"]["nodes"])
     cells = page.find("rect", within="heatmap", klass="cell")
-    assert len(cells) == len(nodes) ** 2
+    assert len(cells) == len(nodes) ** 2 == 121
+    tested = [c for c in cells if c["attrs"].get("data-busbw")]
+    assert len(tested) == 2 * 6
     low = [c for c in cells if "low" in c["attrs"]["class"].split()]
-    assert len(low) == 2 * (len(nodes) - 1)
-    assert all(SLOW in (c["attrs"]["data-a"], c["attrs"]["data-b"]) for c in low)
-    # the pinned node is outlined (row and column) and named as such on both axes
-    assert len(page.find("rect", within="heatmap", klass="outline")) == 2
+    assert len(low) == 4 and all(SLOW in (c["attrs"]["data-a"], c["attrs"]["data-b"]) for c in low)
+    outlines = page.find("rect", within="heatmap", klass="outline")
+    assert [o["attrs"]["data-node"] for o in outlines] == [SLOW, SLOW] and not any(o["attrs"].get("stroke-dasharray") for o in outlines)
     marked = page.find("text", within="heatmap", klass="marked")
     assert sorted(t["text"] for t in marked) == ["PINNED \u25b6 %s" % SLOW] * 2
-    assert "a red row and column" in page.by_id("fabric")["text"]
+    fabric = page.sections()["fabric"]
+    assert "6 of 55 pairs tested, mode adaptive" in fabric and "the median of the pairs" in fabric
+    assert "Full allocation: 11 node(s), 174.6 GB/s" in fabric and "10 cleared" in fabric
+    assert page.find("li", within="fabric-evidence", data_node=SLOW)
 
 
-def test_heatmap_of_a_sparse_matrix_greys_untested_pairs_and_outlines_suspects():
-    results = {"verdict": "fail", "fabric": {
-        "pairwise": {"a": {"b": 300.0}, "c": {"d": 150.0}},
-        "verdicts": {"a": {"status": "cleared"}, "b": {"status": "cleared"}, "c": {"status": "suspect"},
-                     "d": {"status": "suspect"}, "e": {"status": "untested"}}}}
-    parsed = Page(_html_report.render_html(results))
-    cells = parsed.find("rect", within="heatmap", klass="cell")
-    assert len(cells) == 25
-    assert len([c for c in cells if "untested" in c["attrs"]["class"]]) == 25 - 5 - 4
-    assert len([c for c in cells if c["attrs"].get("data-busbw")]) == 4
-    outlines = parsed.find("rect", within="heatmap", klass="outline")
-    assert len(outlines) == 4 and all(o["attrs"].get("stroke-dasharray") for o in outlines)
+def test_rounds_are_drawn_with_every_group(page, results):
+    groups = page.find("g", within="rounds-chart", klass="group")
+    assert len(groups) == sum(len(r["groups"]) for r in results["fabric"]["rounds"]) == 7
+    assert [g["attrs"]["data-round"] for g in groups] == ["1"] * 5 + ["2"] * 2
+    low = [g for g in groups if g["attrs"]["data-status"] == "low"]
+    assert len(low) == 2 and all(SLOW in g["attrs"]["data-nodes"].split() for g in low)
+    assert groups[0]["attrs"]["data-status"] == "low"  # the low group first in its round
+    links = [a["attrs"]["href"] for a in page.find("a", within="rounds")]
+    assert links == ["raw/_fabric/round1-gpu001-gpu012.txt", "raw/_fabric/round2-gpu012-gpu016.txt"]
 
 
-def test_curves_have_one_line_per_node_and_the_slow_one_is_red(page):
-    lines = page.find("polyline", within="busbw-curves", klass="curve")
-    assert len(lines) == 16
-    slow = [line["attrs"]["data-node"] for line in lines if "slow" in line["attrs"]["class"].split()]
-    assert slow == [SLOW_SINGLE]
-    assert [t["text"] for t in page.find("text", within="busbw-curves", klass="curve-label")] == [SLOW_SINGLE]
-    ticks = [t["text"] for t in page.find("text", within="busbw-curves")]
-    assert "8M" in ticks and "8G" in ticks  # log2 axis from 8 MiB to 8 GiB
-
-
-def test_curves_come_from_results_when_given_and_say_why_when_raw_files_are_not():
-    results = {"nccl_curves": {"n1": [[1024, 1.0], [2048, 2.0], [4096, 4.0]], "n2": {"1024": 1.1, "4096": 4.2}}}
-    parsed = Page(_html_report.render_html(results))
-    assert len(parsed.find("polyline", within="busbw-curves", klass="curve")) == 2
-    text = _html_report.render_html(load())  # no run_dir: the raw outputs cannot be read
-    assert "render with the run directory" in text
-
-
-def test_step_times_flag_the_slow_node_ranks(page):
+def test_curves_the_run_did_not_keep_say_so_and_its_step_times_are_drawn(page, results):
+    sections = page.sections()
+    assert "not drawn: the nccl_single_node stage ran (80 check(s)) but this results.json has no busbw curve" \
+        in sections["curves"]
+    assert page.by_id("busbw-curves") is None
     ranks = page.find("g", within="step-times", klass="rank")
-    assert len(ranks) == 2 * 128  # compute and sync panels
+    assert len(ranks) == 3 * len(results["workload"]["ranks"]) == 48  # compute, sync and step panels
+    assert sorted(set(int(g["attrs"]["data-rank"]) for g in ranks)) == list(range(16))
+    assert not [g for g in ranks if "flagged" in g["attrs"]["class"].split()]
+    assert "16 rank(s) on 16 node(s); flagged by the judge, in red (none)" in sections["workload"]
+    assert "not run" not in sections["curves"] + sections["workload"] + sections["fabric"] + sections["rounds"]
+
+
+def test_step_times_of_a_run_that_kept_no_rows_say_so(results):
+    page = parsed(docs.mutated(results, lambda d: d.pop("workload")))
+    assert "not drawn: the workload stage ran (64 check(s)) but this results.json has no per-rank rows" \
+        in page.sections()["workload"]
+    assert page.by_id("step-times") is None
+
+
+def test_curves_and_step_times_from_the_documents_blocks():
+    document = docs.workload_and_curves()
+    page = parsed(document)
+    lines = page.find("polyline", within="busbw-curves", klass="curve")
+    assert len(lines) == 3
+    assert [line["attrs"]["data-node"] for line in lines if "slow" in line["attrs"]["class"].split()] == ["gpu003"]
+    assert [t["text"] for t in page.find("text", within="busbw-curves", klass="curve-label")] == ["gpu003"]
+    ticks = [t["text"] for t in page.find("text", within="busbw-curves")]
+    assert "8M" in ticks and "8G" in ticks
+    ranks = page.find("g", within="step-times", klass="rank")
+    assert len(ranks) == 2 * len(document["workload"]["ranks"])  # compute and sync panels
     flagged = [g for g in ranks if "flagged" in g["attrs"]["class"].split()]
-    assert len(flagged) == 2 * 8
-    assert set(g["attrs"]["data-node"] for g in flagged) == {SLOW}
-    assert [t["text"] for t in page.find("text", within="step-times", klass="node-label")
-            if t["attrs"]["fill"] == _html_report.SLOW_LINE] == [SLOW, SLOW]
+    assert [(g["attrs"]["data-rank"], g["attrs"]["data-phase"]) for g in flagged] == [("4", "compute"), ("4", "sync")]
+    assert [t["text"] for t in page.find("text", within="step-times", klass="flagged")] == ["gpu003", "gpu003"]
+    row = dict((r["attrs"]["data-node"], r["text"]) for r in page.find("tr", within="nodes-table") if "data-node" in r["attrs"])
+    assert "16.0 / 1.0" in row["gpu003"]
 
 
-def test_rounds_table_has_a_row_per_round_with_the_low_group_first(page, results):
-    rows = page.find("tr", within="rounds-table")[1:]
-    assert len(rows) == len(results["fabric"]["rounds"]) == 15
-    first_chip = page.find("span", within="rounds-table", klass="chip")[0]
-    assert SLOW in first_chip["text"] and "low" in first_chip["text"] and "fail" in first_chip["attrs"]["class"]
+def test_a_run_without_fabric_or_workload():
+    page = parsed(docs.preflight_only())
+    sections = page.sections()
+    for name in ("fabric", "rounds", "curves", "workload"):
+        assert "not run (the " in sections[name], name
+    assert page.by_id("heatmap") is None and page.by_id("rounds-chart") is None
+    assert "Fabric" not in " ".join(t["text"] for t in page.find("th", within="nodes-table"))
+    assert "pass" in page.by_id("verdict")["attrs"]["class"].split()
+
+
+def test_a_fabric_stage_that_ended_on_a_scheduler_error():
+    page = parsed(docs.scheduler_error())
+    error = page.by_id("fabric-error")["text"]
+    assert "ended on a scheduler error" in error and "Unable to contact slurm controller" in error and "No node is blamed" in error
+    assert len(page.find("rect", within="heatmap", klass="untested")) == 12 and not page.find("rect", within="heatmap", klass="outline")
+    groups = page.find("g", within="rounds-chart", klass="group")
+    assert [g["attrs"]["data-status"] for g in groups] == ["error", "error"]
+
+
+def test_a_replay_with_groups_that_are_not_replayable():
+    page = parsed(docs.replay_not_replayable())
+    assert "replay of /data/artifacts/20261130T090000Z-live" in page.find("p", klass="meta")[0]["text"]
+    groups = page.find("g", within="rounds-chart", klass="group")
+    assert sorted(g["attrs"]["data-status"] for g in groups) == ["not_replayable", "not_replayable", "pass"]
+    assert "no busbw" in " ".join(g["text"] for g in groups if g["attrs"]["data-status"] == "not_replayable")
+
+
+def test_a_malformed_block_is_shown_as_an_error_and_the_rest_is_drawn(results):
+    document = docs.mutated(results, lambda d: d["fabric"].update(pairwise=d["fabric"].pop("matrix")))
+    page = parsed(document)
+    sections = page.sections()
+    assert "could not be drawn from this results.json" in sections["fabric"]
+    assert "fabric/matrix: missing (the results schema requires it)" in sections["fabric"]
+    assert page.by_id("heatmap") is None and page.by_id("rounds-chart") is not None and page.by_id("nodes-table")
+
+
+def test_a_contradiction_is_listed_on_the_page(results):
+    document = docs.mutated(results, lambda d: d["verdict"]["failed_nodes"].append("gpu099"))
+    text = _html_report.render_html(document)
+    assert "This results.json contradicts itself" in text
+    assert "verdict/failed_nodes names gpu099, which nodes does not list" in text
+
+
+def test_a_section_that_breaks_is_reported_and_the_rest_is_drawn(monkeypatch, results):
+    def broken(_fabric):
+        raise KeyError("boom")
+    monkeypatch.setattr(_report_svg, "heatmap", broken)
+    text = _html_report.render_html(results)
+    assert "could not be drawn from this results.json:<ul><li>KeyError: &#x27;boom&#x27;" in text
+    assert 'id="rounds-chart"' in text and 'id="nodes-table"' in text
+
+
+def test_a_document_that_is_not_one_still_gives_a_page():
+    for document in (None, [], {"schema": "gpucluster.acceptance/results/1", "verdict": "fail", "checks": []}):
+        page = Page(_html_report.render_html(document))
+        assert page.problems == []
+        assert "could not be drawn" in "".join(e["text"] for e in page.find("body"))
 
 
 HOSTILE = [
@@ -184,81 +249,31 @@ HOSTILE = [
 ]
 
 
-def renamed(results, mapping):
-    """The results with node names replaced everywhere (keys and values)."""
-    text = json.dumps(results)
-    for old, new in mapping.items():
-        text = text.replace('"%s"' % old, json.dumps(new))
-    return json.loads(text)
-
-
-def test_hostile_node_names_are_escaped_everywhere():
-    results = load()
-    mapping = dict(("gpu%03d" % (i + 11), name) for i, name in enumerate(HOSTILE))  # gpu011..gpu014
-    results = renamed(results, mapping)
-    for check in results["checks"]:
+def test_hostile_node_names_are_escaped_everywhere(results):
+    mapping = {"gpu001": HOSTILE[0], "gpu016": HOSTILE[1], "gpu003": HOSTILE[2], SLOW: HOSTILE[3]}
+    document = docs.renamed(results, mapping)
+    for check in document["checks"]:
         check["message"] = "%s %s" % (check["message"], HOSTILE[0])
-    results["run"]["id"] = HOSTILE[1]
-    text = _html_report.render_html(results, str(RUN_DIR))
-    parsed = Page(text)
-    assert parsed.problems == []
-    tags = set(e["tag"] for e in parsed.elements)
+    document["run"]["id"] = HOSTILE[1]
+    assert _results.validate(document) == []
+    text = _html_report.render_html(document)
+    page = Page(text)
+    assert page.problems == []
+    tags = set(e["tag"] for e in page.elements)
     assert "script" not in tags and "img" not in tags and "b" not in tags
-    assert not [e for e in parsed.elements if any(k.startswith("on") for k in e["attrs"])]
+    assert not [e for e in page.elements if any(k.startswith("on") for k in e["attrs"])]
     for name in HOSTILE:
         assert name not in text
-    # the names are still shown, as text
-    rows = [r["attrs"].get("data-node") for r in parsed.find("tr", within="nodes-table")]
+    rows = [r["attrs"].get("data-node") for r in page.find("tr", within="nodes-table")]
     assert set(HOSTILE) <= set(rows)
-    labels = [t["text"] for t in parsed.find("text", within="heatmap")]
+    labels = [t["text"] for t in page.find("text", within="heatmap")]
     assert "PINNED \u25b6 %s" % HOSTILE[3][:31] + "\u2026" in labels  # long names are shortened on the axes
-    assert len(parsed.find("rect", within="heatmap", klass="cell")) == 256
-
-
-@pytest.mark.parametrize("drop", ["fabric", "workload", "baseline", "raw", "nodes", "checks"])
-def test_each_absent_section_says_not_run(drop):
-    results = load()
-    del results[drop]
-    text = _html_report.render_html(results, str(RUN_DIR) if drop != "raw" else None)
-    parsed = Page(text)
-    assert parsed.problems == []
-    sections = dict((s["attrs"]["id"], s["text"]) for s in parsed.find("section"))
-    absent = {"fabric": ["fabric", "rounds"], "workload": ["workload"], "nodes": [], "checks": [],
-              "baseline": [], "raw": ["curves"]}[drop]
-    for section in absent:
-        assert "not run" in sections[section] or "not drawn" in sections[section], section
-    if drop == "fabric":
-        assert parsed.by_id("heatmap") is None and parsed.by_id("rounds-table") is None
-        assert "Fabric" not in [t["text"] for t in parsed.find("th", within="nodes-table")]
-    if drop == "baseline":
-        assert "vs baseline" not in text
-    assert "could not be drawn" not in text
-
-
-def test_an_empty_or_damaged_document_still_gives_a_page():
-    for results in ({}, {"verdict": "pass", "nodes": {}, "checks": []}, None,
-                    {"fabric": "oops", "workload": [1, 2], "nodes": {"n": "x"}, "checks": ["y", None],
-                     "baseline": {"nodes": {"n": {"busbw": "fast"}}}, "run": "z", "raw": {"n": None}},
-                    {"fabric": {"pairwise": {"a": {"b": "x", "c": None}}, "rounds": [None, {"groups": [None]}]},
-                     "workload": {"ranks": {"0": {"node": "a", "compute_p50": "x"}, "1": None}}}):
-        text = _html_report.render_html(results)
-        parsed = Page(text)
-        assert parsed.problems == []
-        assert "could not be drawn" not in text
-        assert text.count("not run") >= 3 or parsed.by_id("heatmap") is not None
-
-
-def test_a_section_that_breaks_is_reported_and_the_rest_is_drawn(monkeypatch):
-    def broken(_results):
-        raise KeyError("boom")
-    monkeypatch.setattr(_html_report, "_heatmap", broken)
-    text = _html_report.render_html(load(), str(RUN_DIR))
-    assert "could not be drawn from this results.json: KeyError: &#x27;boom&#x27;" in text
-    assert 'id="step-times"' in text and 'id="busbw-curves"' in text
+    assert len(page.find("rect", within="heatmap", klass="cell")) == 121
+    assert [o["attrs"]["data-node"] for o in page.find("rect", within="heatmap", klass="outline")] == [HOSTILE[3]] * 2
 
 
 def test_the_page_loads_nothing_from_elsewhere(page, results):
-    text = _html_report.render_html(results, str(RUN_DIR))
+    text = _html_report.render_html(results)
     assert "http://" not in text and "https://" not in text and "//" not in text.replace("://", "")
     assert not page.find("script") and not page.find("img") and not page.find("link") and not page.find("iframe")
     for element in page.elements:
@@ -269,57 +284,59 @@ def test_the_page_loads_nothing_from_elsewhere(page, results):
     assert "@import" not in text and "url(" not in text.replace("url(#heatmap-ramp)", "")
 
 
-def test_baseline_shapes():
-    rows = _html_report.baseline_rows({"baseline": {"n1": {"busbw": -12.5}, "n2": {"busbw": {"ratio": 0.9}},
-                                                    "n3": {"busbw": {"value": 90, "baseline": 100}},
-                                                    "n4": {"busbw": {"delta": -3}}, "n5": "x",
-                                                    "n6": {"busbw": {"rel_diff": -0.2}}}})
-    assert "n1" not in rows  # a bare number is a value of a baseline document, not a change
-    assert round(rows["n2"][0][1], 6) == -10.0 and round(rows["n3"][0][1], 6) == -10.0
-    assert rows["n4"] == [("busbw", None, "busbw -3")]
-    assert rows["n6"] == [("busbw", -20.0, "busbw -20.0 %")]
-    assert "n5" not in rows
+def test_rendering_reads_nothing_but_the_document(results, tmp_path):
+    # the run directory is not read: a page drawn without it, or with an empty one, is the same page
+    assert _html_report.render_html(results) == _html_report.render_html(results, str(tmp_path))
 
 
-def test_baseline_and_step_times_from_the_stages_checks_when_the_sections_are_absent():
-    results = load()
-    del results["baseline"], results["workload"]
-    results["checks"].append({"stage": "baseline", "node": "gpu003", "check": "baseline.single_node_busbw",
-                              "status": "fail", "message": "m", "component": None,
-                              "metrics": {"metric": "single_node_busbw", "value": 21.4, "baseline": 465.0,
-                                          "rel_diff": -0.954}})
-    results["checks"].append({"stage": "workload", "node": SLOW, "check": "workload.straggler", "status": "fail",
-                              "message": "m", "component": "rank 104",
-                              "metrics": {"compute_p50_ms": 41.0, "sync_p50_ms": 1.2, "compute_p99_ms": 44.0}})
-    parsed = Page(_html_report.render_html(results, str(RUN_DIR)))
-    rows = dict((r["attrs"]["data-node"], r["text"]) for r in parsed.find("tr", within="nodes-table")[1:])
-    assert "-95.4 %" in rows["gpu003"] and "41.0 / 1.2" in rows[SLOW]
-    assert "not run" in dict((e["attrs"]["id"], e["text"]) for e in parsed.find("section"))["workload"]
+def test_rendering_does_not_change_the_document(results):
+    before = copy.deepcopy(results)
+    _html_report.render_html(results, str(docs.DEMO_DIR))
+    assert results == before
 
 
-def test_rank_keys_with_units():
-    rows = _html_report.rank_rows({"workload": {"unit": "s", "ranks": {
-        "1": {"node": "b", "compute_p50_ms": 20.0, "sync_p50": 0.5},
-        "0": {"node": "a", "compute_p50_us": 21000, "compute_p99": 0.03}}}})
-    assert [r["rank"] for r in rows] == ["0", "1"]
-    assert rows[0]["values"] == {("compute", "50"): 21.0, ("compute", "99"): 30.0}
-    assert rows[1]["values"] == {("compute", "50"): 20.0, ("sync", "50"): 500.0}
+def test_a_big_sparse_fabric_stays_small_and_uplinks_are_listed():
+    nodes = ["n%04d" % i for i in range(600)]
+    matrix = {}
+    for i in range(0, 600, 2):
+        value = 360.0 if i else 150.0
+        matrix.setdefault(nodes[i], {})[nodes[i + 1]] = value
+        matrix.setdefault(nodes[i + 1], {})[nodes[i]] = value
+    rounds = [{"round": 1, "groups": [docs.fabric_group((nodes[i], nodes[i + 1]), "low" if i == 0 else "pass",
+                                                        matrix[nodes[i]][nodes[i + 1]]) for i in range(0, 600, 2)]}]
+    fabric = docs.fabric_block("fail", dict((n, "cleared") for n in nodes), rounds, matrix=matrix)
+    fabric["uplinks"] = {"leaf02": {"verdict": "pinned", "evidence": ["leaf02 uplink: 6 of 6 low"]},
+                         "leaf01": {"verdict": "cleared", "evidence": []}}
+    document = docs.build([docs.check("fabric", None, "leaf_uplink", "fail", "leaf02 uplink: 6 of 6 low")], nodes,
+                          {"fabric": fabric})
+    text = _html_report.render_html(document)
+    assert len(text) < 3000000
+    page = Page(text)
+    assert len(page.find("rect", within="heatmap", klass="cell")) == 600  # 300 pairs, both ways
+    assert len(page.find("rect", within="heatmap", klass="low")) == 2
+    assert page.find("rect", within="heatmap", klass="untested-background")
+    assert "leaf02 uplink: 6 of 6 low" in page.by_id("uplinks")["text"] and "leaf01" not in page.by_id("uplinks")["text"]
+    groups = page.find("g", within="rounds-chart", klass="group")
+    summary = page.find("g", within="rounds-chart", klass="group-summary")
+    assert len(groups) == 1 and [s["attrs"]["data-count"] for s in summary] == ["299"]
 
 
-def run_tool(*args, python=sys.executable, root=REPO):
+# ------------------------------------------------------------------------------------ tools/render-report
+
+def run_tool(*args, python=sys.executable, root=REPO, env=None):
     return subprocess.run([python, str(root / "tools" / "render-report")] + [str(a) for a in args],
-                          capture_output=True, text=True, timeout=120, check=False)
+                          capture_output=True, text=True, timeout=120, check=False, env=env)
 
 
-def test_render_report_tool_redraws_a_run(tmp_path):
+def test_render_report_tool_redraws_a_run(tmp_path, results):
+    from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _prometheus
     run = tmp_path / "run"
-    shutil.copytree(str(RUN_DIR), str(run))
+    shutil.copytree(str(docs.DEMO_DIR), str(run))
     proc = run_tool(run)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(run / "report.html"), str(run / "metrics.prom")]
-    html_text = (run / "report.html").read_text()
-    assert html_text == _html_report.render_html(load(), str(run))
-    assert (run / "metrics.prom").read_text().startswith("# HELP gpucluster_acceptance_")
+    assert (run / "report.html").read_text() == _html_report.render_html(results, str(run))
+    assert (run / "metrics.prom").read_text() == _prometheus.render_textfile(results)
     textfiles = tmp_path / "textfile"
     textfiles.mkdir()
     proc = run_tool(run / "results.json", "-o", tmp_path / "out", "--textfile-dir", textfiles)
@@ -330,43 +347,49 @@ def test_render_report_tool_redraws_a_run(tmp_path):
     assert oct(os.stat(str(textfiles / "gpucluster_acceptance.prom")).st_mode & 0o777) == "0o644"
 
 
-def test_render_report_tool_runs_from_a_bare_checkout_with_any_python3(tmp_path):
-    """No venv, no .build link: the tool links the collection itself; run through its own shebang."""
+def test_render_report_tool_refuses_an_invalid_results_file_and_lists_its_problems(tmp_path, results):
+    run = tmp_path / "run"
+    run.mkdir()
+    document = docs.mutated(results, lambda d: (d["fabric"].update(pairwise=d["fabric"].pop("matrix")),
+                                                d["verdict"].update(status="green")))
+    (run / "results.json").write_text(_results.dumps(document))
+    proc = run_tool(run)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "is not a valid results.json; nothing written" in proc.stderr
+    assert "fabric: 'matrix' is a required property" in proc.stderr and "verdict/status: 'green' is not one of" in proc.stderr
+    assert sorted(p.name for p in run.iterdir()) == ["results.json"]
+    (run / "results.json").write_text('{"a": 1}')
+    proc = run_tool(run)
+    assert proc.returncode == 2 and "not a gpucluster.acceptance/results/2 document" in proc.stderr
+    proc = run_tool(tmp_path / "missing")
+    assert proc.returncode == 2 and "cannot be read" in proc.stderr
+
+
+def bare_checkout(tmp_path):
     root = tmp_path / "checkout"
-    shutil.copytree(str(REPO / "plugins"), str(root / "plugins"), ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("plugins", "schemas"):
+        shutil.copytree(str(REPO / folder), str(root / folder), ignore=shutil.ignore_patterns("__pycache__"))
     (root / "tools").mkdir()
     shutil.copy(str(REPO / "tools" / "render-report"), str(root / "tools" / "render-report"))
-    env = {"PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([str(root / "tools" / "render-report"), str(RUN_DIR), "-o", str(tmp_path / "out")],
+    return root
+
+
+def test_render_report_tool_runs_from_a_bare_checkout(tmp_path):
+    """No .build link: the tool links the collection itself; run through its own shebang."""
+    root = bare_checkout(tmp_path)
+    env = {"PATH": "%s:/usr/bin:/bin" % os.path.dirname(sys.executable)}  # a python3 with jsonschema first
+    proc = subprocess.run([str(root / "tools" / "render-report"), str(docs.DEMO_DIR), "-o", str(tmp_path / "out")],
                           capture_output=True, text=True, timeout=120, check=False, env=env)
     assert proc.returncode == 0, proc.stderr
     assert 'id="heatmap"' in (tmp_path / "out" / "report.html").read_text()
 
 
-def test_render_report_tool_refuses_what_is_not_a_results_file(tmp_path):
-    (tmp_path / "results.json").write_text('{"a": 1}')
-    proc = run_tool(tmp_path)
-    assert proc.returncode == 2 and "not an acceptance results.json" in proc.stderr
-    proc = run_tool(tmp_path / "missing")
-    assert proc.returncode == 2 and "cannot read" in proc.stderr
-
-
-def test_copy_is_not_changed_by_rendering(results):
-    before = copy.deepcopy(results)
-    _html_report.render_html(results, str(RUN_DIR))
-    assert results == before
-
-
-def test_a_big_sparse_fabric_stays_small_and_uplinks_are_listed():
-    nodes = ["n%04d" % i for i in range(600)]
-    pairwise = dict((nodes[i], {nodes[i + 1]: 360.0 if i else 150.0}) for i in range(0, 600, 2))
-    results = {"fabric": {"pairwise": pairwise, "verdicts": dict((n, {"status": "cleared"}) for n in nodes),
-                          "uplinks": {"leaf02": {"status": "pinned", "evidence": ["leaf02 uplink: 6 of 6 low"]},
-                                      "leaf01": {"status": "cleared"}}}}
-    text = _html_report.render_html(results)
-    assert len(text) < 2000000
-    parsed = Page(text)
-    assert len(parsed.find("rect", within="heatmap", klass="cell")) == 600  # 300 pairs, both ways
-    assert len(parsed.find("rect", within="heatmap", klass="low")) == 2
-    assert parsed.find("rect", within="heatmap", klass="untested-background")
-    assert "leaf02 uplink: 6 of 6 low" in text and "leaf01" not in text
+def test_render_report_tool_without_jsonschema_refuses_to_draw_unvalidated(tmp_path):
+    root = bare_checkout(tmp_path)  # no .venv to fall back on
+    stub = tmp_path / "stub" / "jsonschema"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('jsonschema hidden by the test')\n")
+    env = dict(os.environ, PYTHONPATH=str(stub.parent))
+    proc = run_tool(docs.DEMO_DIR, "-o", tmp_path / "out", root=root, env=env)
+    assert proc.returncode == 2 and "the jsonschema library is missing" in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
