@@ -463,7 +463,7 @@ def _document(fabric, state, full_view, status, error, floor):
     intra = references.get("intra") or {}
     none = {"nodes": [], "uplinks": []}
     return {"status": status, "error": error, "mode": public.get("mode"), "floor": floor,
-            "reference": intra.get("median"), "nodes": nodes, "uplinks": uplinks,
+            "reference": intra.get("median"), "reference_basis": intra.get("basis"), "nodes": nodes, "uplinks": uplinks,
             "leaves": public.get("leaves") or {}, "full_allocation": full_view,
             "matrix": public.get("matrix") or {}, "rounds": rounds,
             "summary": public.get("summary") or {}, "warnings": list(public.get("warnings") or []),

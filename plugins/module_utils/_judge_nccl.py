@@ -421,7 +421,23 @@ def judge_nccl_single_node_stage(outputs, profile, options):
                                                    for c in checks)
     if trusted and is_number(busbw):
         metrics["busbw"] = busbw
+        # The curve the report draws, kept by the judge that read it (nobody parses the raw again).
+        curve = _curve(parsed)
+        for check in checks:
+            if check["check"] == "nccl.busbw" and curve:
+                check["metrics"]["curve"] = curve
     if parsed.get("version"):
         metrics["nccl_version"] = parsed.get("nccl_library") or parsed.get("version")
     return checks, metrics
+
+
+def _curve(parsed):
+    """[[bytes, GB/s], ...] by message size: out-of-place busbw, else in-place."""
+    curve = []
+    for row in parsed.get("rows") or []:
+        side = row.get("oop") if isinstance(row.get("oop"), dict) else row.get("ip")
+        busbw = side.get("busbw") if isinstance(side, dict) else None
+        if is_number(row.get("size")) and row["size"] > 0 and is_number(busbw) and busbw >= 0:
+            curve.append([row["size"], busbw])
+    return curve
 

@@ -751,7 +751,7 @@ def _rank_checks(usable, samples, opts):
         record, compute, sync, step = usable[rank]
         node, gpu = record.get("node"), record.get("gpu")
         label = _label(rank, node, gpu)
-        metrics = {"steps": len(compute)}
+        metrics = {"rank": rank, "steps": len(compute)}
         metrics.update(_stats(compute, "compute"))
         metrics.update(_stats(sync, "sync"))
         metrics.update(_stats(step, "step"))

@@ -70,6 +70,7 @@ def test_workload_ranks_and_busbw_curves_come_from_the_judges_checks():
     # the rows live once: not in the node's summary check too
     assert "ranks" not in [c for c in doc["checks"] if c["check"] == "workload.node"][0].get("metrics", {})
     assert doc["nccl"]["curves"] == {"a": [[8388608, 100.0], [1073741824, 400.0]]}
+    assert "curve" not in [c for c in doc["checks"] if c["check"] == "nccl.busbw"][0]["metrics"]
     assert _results.validate(doc) == []
 
 
