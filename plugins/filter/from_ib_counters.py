@@ -21,7 +21,9 @@ description:
     C(-C <ca>) of an echoed perfquery command line, or from a line holding only the device name
     (C(mlx5_0), C(### mlx5_0), C([mlx5_0])) before each block; else the key is C(lid-<LID>).
   - Data counters (C(port_xmit_data), C(port_rcv_data)) count 4-octet words; multiply by 4 for bytes.
-  - Problems are reported in the result, never raised.
+  - Problems are reported in the result, never raised; an C(iberror) line, a garbled or truncated
+    line is reported with its line number next to every counter read from the rest. Shell prompts
+    are dropped with a warning.
 options:
   _input:
     description: perfquery output and/or C(grep -H) output of the sysfs counter files.
@@ -82,6 +84,9 @@ _value:
       description: C(ca/port/name) of counters stuck at the maximum of their width (for example link_downed at 255); they no longer count.
       type: list
       elements: str
+    lines:
+      description: C(ca/port/name) to the line its value was read from (evidence).
+      type: dict
     errors:
       description: Why the output cannot be trusted (no counters, truncated block, iberror), with line numbers.
       type: list

@@ -16,10 +16,14 @@ description:
     Tabs, spaces or no indentation; the single-port form C(ibstat mlx5_0 1); C(Rate: 40 (FDR10)),
     C(Rate: 2.5) and the C(Effective speed) line of recent releases; InfiniBand and Ethernet (RoCE)
     link layers.
-  - Problems are reported in the result, never raised. C(errors) is not empty when the output
+  - >-
+    Problems are reported in the result, never raised. C(errors) is not empty when the output
     cannot be trusted, for example an C(ibpanic:) line (a device that could not be read), no CA
     at all, a port block without C(State), C(Physical state) or C(Rate), or a CA with no or fewer
-    C(Port) blocks than it announces (truncated output, or C(ibstat -s)).
+    C(Port) blocks than it announces (truncated output, or C(ibstat -s)). The CAs and ports
+    read from the rest of the output are still returned (an C(ibpanic) or C(iberror) line before
+    or after the blocks loses nothing). Shell prompts and echoed commands are dropped with a
+    warning; srun and mpirun line prefixes are removed.
 options:
   _input:
     description: The standard output of C(ibstat).
@@ -54,11 +58,14 @@ _value:
       description:
         - One entry per adapter, in the order printed. Keys C(name) (mlx5_0), C(node_type) (CA),
           C(type) (MT4129), C(nports), C(firmware), C(hardware_version), C(node_guid),
-          C(system_guid), C(line) and C(ports).
-        - Each port has C(port) (int), C(state) (Down, Initializing, Armed, Active),
+          C(system_guid), C(line), C(text) (the C(CA '...') line as printed) and C(ports).
+        - >-
+          Each port has C(port) (int), C(state) (Down, Initializing, Armed, Active),
           C(physical_state) (Sleep, Polling, Disabled, LinkUp, ...), C(rate) (Gb/s, int, or 2.5),
           C(rate_note) (FDR10 or null), C(effective_speed), C(lid), C(lmc), C(sm_lid),
-          C(capability_mask), C(guid), C(link_layer) (InfiniBand or Ethernet) and C(line).
+          C(capability_mask), C(guid), C(link_layer) (InfiniBand or Ethernet), C(line), C(text)
+          (the C(Port N:) line) and C(lines) (the port's printed lines as
+          C(CA 'mlx5_0' > Port 1: > State: Active), for evidence).
           Values not printed are null.
       type: list
       elements: dict

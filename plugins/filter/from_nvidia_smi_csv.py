@@ -21,7 +21,12 @@ description:
     any other bracketed status become null.
   - The header line is required, unless O(fields) gives the query's field names (output made
     with C(noheader)).
-  - Never fails on garbled text; problems are listed in C(errors), a ragged row names its line.
+  - Never fails on garbled text; problems are listed in C(errors), each naming its line, next to
+    the rows that could be read - a ragged row is skipped, a value that cannot be real (a negative
+    or non-finite temperature or error count, a count that is not a whole number, V(1e309), a
+    C(pci.bus_id) that is not a PCI bus id) is dropped and its row's C(invalid) entry names the
+    area. Shell prompts and echoed commands above the header are dropped with a warning; srun and
+    mpirun line prefixes are removed.
 options:
   _input:
     description: The standard output of C(nvidia-smi --query-gpu=... --format=csv).
@@ -68,6 +73,17 @@ _value:
     units:
       description: Unit of each field from the header (V(MiB), V(W), V(%)), null when none.
       type: dict
+    header_line:
+      description: The header line as printed (null for C(noheader) output).
+      type: str
+    row_lines:
+      description: Each GPU row as printed, in the order of C(gpus).
+      type: list
+      elements: str
+    invalid:
+      description: One dict per GPU row, area (C(ecc), C(temperature), C(bus_id), ...) to the problems of its impossible values.
+      type: list
+      elements: dict
     errors:
       description: Problems that make the result untrustworthy (no header, ragged rows, no rows).
       type: list

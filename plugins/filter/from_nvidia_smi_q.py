@@ -17,8 +17,14 @@ description:
   - Reads the layouts of old and new drivers alike, for example C(Clocks Throttle Reasons) and
     C(Clocks Event Reasons), C(Power Readings) and C(GPU Power Readings), Single/Double Bit ECC
     counters and SRAM/DRAM counters (with the SRAM Parity/SEC-DED split).
-  - Never fails on garbled text; problems are listed in C(errors) (the result cannot be trusted)
-    and C(warnings).
+  - Reads the whole report and C(nvidia-smi -q -d SECTION) fragments; fragments of the same GPU
+    pasted one after the other are merged into one GPU.
+  - Never fails on garbled text. A line or value that cannot be read is listed in C(errors) with
+    its line number next to what the rest of the report shows (a section cut short, a GPU
+    section header whose bus id is unreadable, a value that cannot be real - a negative or
+    non-finite temperature or error count, a count that is not a whole number, a PCI bus id that
+    is not one); such a value is dropped and its GPU's C(invalid) names the area. Shell prompts,
+    echoed commands and srun/mpirun line prefixes are dropped (a warning for prompts).
 options:
   _input:
     description: The standard output of C(nvidia-smi -q).
@@ -70,11 +76,21 @@ _value:
         C(uncorrectable_total)), C(retired_pages) (C(single_bit), C(double_bit), C(pending)),
         C(remapped_rows) (C(correctable), C(uncorrectable), C(pending), C(failure)),
         C(clocks_event_reasons) (reason to bool), C(active_throttle), C(temperature),
-        C(power), C(clocks), C(max_clocks), C(pcie) and C(fabric) (when printed).
+        C(power), C(clocks), C(max_clocks), C(pcie) and C(fabric) (when printed); C(line) (of
+        the section header), C(evidence) (the printed lines of each judged area, such as
+        C(ECC Errors > Volatile > DRAM Uncorrectable : 2), keyed C(header), C(product),
+        C(bus_id), C(ecc_uncorrectable), C(ecc_correctable), C(retired_pages),
+        C(remapped_rows), C(temperature), C(throttle), C(reset)) and C(invalid) (area to the
+        problems of values that cannot be real; empty when all are readable).
       type: list
       elements: dict
+    attached_line:
+      description: The C(Attached GPUs) line as printed, null when absent.
+      type: str
     errors:
-      description: Problems that make the result untrustworthy (no GPU sections, truncated report).
+      description: >-
+        Problems that make (part of) the result untrustworthy, each naming its line (no GPU
+        sections, truncated report, unreadable or impossible values).
       type: list
       elements: str
     warnings:

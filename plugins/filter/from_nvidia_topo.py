@@ -16,8 +16,10 @@ description:
   - Reads tab- and space-separated output, C(mlx5_N) NIC columns (older drivers) as well as
     C(NICN) columns with a C(NIC Legend) block, optional C(CPU Affinity), C(NUMA Affinity) and
     C(GPU NUMA ID) columns and ANSI escape codes. The legend block is never read as matrix rows.
-  - Never fails on garbled text; problems are listed in C(errors) (the result cannot be trusted)
-    and C(warnings).
+  - Never fails on garbled text; problems are listed in C(errors) (that part of the result cannot
+    be trusted), each naming its line, next to the rows that could be read, and C(warnings).
+    Shell prompts and echoed commands are dropped with a warning, srun and mpirun line prefixes
+    removed.
 options:
   _input:
     description: The standard output of C(nvidia-smi topo -m).
@@ -88,6 +90,16 @@ _value:
       description: >-
         For each NIC, C(gpus) with the closest PCIe relation (PIX, then PXB, PHB, NODE, SYS),
         that C(relation) and the device C(name).
+      type: dict
+    columns:
+      description: Every device column of the header, whether its row could be read or not.
+      type: list
+      elements: str
+    header_line:
+      description: The header line as printed (escape codes removed).
+      type: str
+    row_lines:
+      description: Each device's matrix row as printed, device to line.
       type: dict
     errors:
       description: Problems that make the result untrustworthy (missing rows, short rows, no header).

@@ -21,8 +21,17 @@ description:
     C(The NVIDIA GPU <bdf> ... fallen off the bus) message).
   - >-
     Lines that are not Xid lines are ignored; a log without any Xid is a valid, empty
-    result. An C(NVRM: Xid) line that cannot be read is reported in C(warnings) with its
-    line number. Only a value that is not a string raises an error.
+    result. An C(NVRM: Xid (...)) line in the driver's shape whose Xid number cannot be read is
+    reported in C(errors) (an Xid that cannot be judged), other unreadable C(NVRM: Xid)
+    mentions in C(warnings), both with their line number; a C(dmesg: read kernel buffer failed)
+    or C(-- No entries --) line is an error. Only a value that is not a string raises an error.
+  - >-
+    Reads plain C(dmesg) (seconds since boot), C(dmesg -T), C(dmesg --time-format=iso) (also
+    with C(--decode) facility/level prefixes), C(dmesg -r) level prefixes, C(journalctl -k)
+    (short and ISO), syslog files (also localised month names); srun and mpirun line prefixes
+    are removed, shell prompts dropped with a warning. Each event's C(time) says when it was
+    logged as far as its prefix tells; placing plain dmesg stamps on the clock needs the node's
+    uptime (the gpu_health stage captures it).
 options:
   _input:
     description: Kernel log text.
@@ -94,6 +103,18 @@ _value:
         line:
           description: Line number of the Xid line (1-based).
           type: int
+        raw:
+          description: The Xid line as logged (launcher prefix removed).
+          type: str
+        time:
+          description: >-
+            What the prefix says about when: C(uptime) (seconds since boot), C(epoch) (UTC
+            seconds, from an ISO stamp with an offset), C(local) ([year, month, day, hour,
+            minute, second], local time) or C(local_noyear) (syslog); empty when unknown.
+          type: dict
+        epoch:
+          description: UTC seconds when the prefix alone gives them (ISO with offset), else null.
+          type: float
         uuid:
           description: >-
             GPU UUID from a preceding C(NVRM: GPU at PCI:...) line, or null.
@@ -106,6 +127,16 @@ _value:
       description: Sorted PCI addresses of GPUs that fell off the bus (Xid 79 or the fallen-off-the-bus messages).
       type: list
       elements: str
+    lost:
+      description: One entry per lost GPU, C({pci, line, raw, time, epoch}), the line that reported it.
+      type: list
+      elements: dict
+    first_line:
+      description: The first line of the log (what it covers), null when empty.
+      type: str
+    last_line:
+      description: The last line of the log.
+      type: str
     by_xid:
       description: Number of events per Xid number.
       type: dict

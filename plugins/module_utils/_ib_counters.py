@@ -39,6 +39,11 @@ met to the name used. Data counters (``port_xmit_data``, ``port_rcv_data``) coun
 as in the IB specification: multiply by 4 for bytes.
 
 ``counter_deltas(before, after)`` subtracts two such snapshots.
+
+Salvage: an ``iberror``/``ibwarn`` line, a garbled or truncated line is reported (errors or
+warnings, with its line number) next to every counter read from the rest; ``lines`` maps
+``ca/port/name`` to the line the value was read from (evidence). Shell prompts are dropped with
+a warning.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -51,6 +56,7 @@ from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     IBDIAG_ERROR,
     IBDIAG_WARNING,
+    is_shell_echo,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -167,7 +173,7 @@ class _State(object):
     """Mutable parse state shared by the line handlers."""
 
     def __init__(self, ca):
-        self.result = new_result(counters={}, names={}, sources=[], unavailable=[], saturated=[])
+        self.result = new_result(counters={}, names={}, sources=[], unavailable=[], saturated=[], lines={})
         self.ca_argument = ca
         self.marker_ca = None
         self.block = None
@@ -176,7 +182,7 @@ class _State(object):
         self.seen_sysfs = set()
         self.duplicates = set()
 
-    def add(self, ca, port, name, value, line_no, widths):
+    def add(self, ca, port, name, value, line_no, widths, text=None):
         ports = self.result["counters"].setdefault(ca, {})
         values = ports.setdefault(port, {})
         if name in values and (ca, port) not in self.duplicates:
@@ -186,6 +192,8 @@ class _State(object):
                 % (line_no, ca, port, name))
         values[name] = value
         where = "%s/%s/%s" % (ca, port, name)
+        if text:
+            self.result["lines"][where] = text
         if _saturated(name, value, widths) and where not in self.result["saturated"]:
             self.result["saturated"].append(where)
 
@@ -255,7 +263,8 @@ def _dotted(state, line_no, match):
     sysfs_name = perfquery_name_to_sysfs(name)
     state.result["names"][name] = sysfs_name
     widths = {} if block["extended"] else dict(COUNTER_WIDTHS, **_BASIC_DATA_WIDTHS)
-    state.add(block["ca"], block["port"], sysfs_name, int(raw), line_no, widths)
+    state.add(block["ca"], block["port"], sysfs_name, int(raw), line_no, widths,
+              "%s port %s: %s" % (block["ca"], block["port"], match.group(0).strip()))
     block["count"] += 1
 
 
@@ -283,7 +292,7 @@ def _sysfs(state, line_no, match):
                                             % (line_no, ca, port, name, value[:60]))
         return
     widths = COUNTER_WIDTHS if match.group("dir") == "counters" else {}
-    state.add(ca, port, name, int(value), line_no, widths)
+    state.add(ca, port, name, int(value), line_no, widths, match.group(0).strip())
 
 
 def parse_ib_counters(text, ca=None):
@@ -303,6 +312,9 @@ def parse_ib_counters(text, ca=None):
     for line_no, raw in enumerate(lines, 1):
         line = strip_launcher_prefix(raw)
         if not line.strip():
+            continue
+        if is_shell_echo(line) and not _COMMAND.match(line):
+            result["warnings"].append("line %d: shell prompt or command echo ignored: %s" % (line_no, line.strip()[:120]))
             continue
         match = _SYSFS.match(line)
         if match:

@@ -31,7 +31,12 @@ a device listed in sysfs cannot be read (the blocks before it are still parsed).
 Problems that make the result untrustworthy go to ``errors``: no CA at all, an ``ibpanic``,
 a port block without State / Physical state / Rate, a key without its value, a CA without any
 ``Port`` block or with fewer than it announced (truncated output; ``ibstat -s`` prints no port
-either, and unknown port states must not read as healthy ones).
+either, and unknown port states must not read as healthy ones). The parser salvages: an
+``ibpanic``/``iberror`` line before, between or after the CA blocks is an error next to every
+CA and port read from the rest. Shell prompts and echoed commands are dropped with a warning.
+
+Each CA keeps ``text`` (its ``CA '...'`` line) and each port ``lines``: the port's printed lines
+as ``CA 'mlx5_0' > Port 1: > State: Active``, for evidence.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -41,6 +46,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     IBDIAG_WARNING,
+    is_shell_echo,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -100,8 +106,9 @@ def _number(text):
     return int(value) if value.is_integer() else value
 
 
-def _new_ca(name, kind, line_no):
+def _new_ca(name, kind, line_no, text=None):
     return {
+        "text": text,
         "name": name,
         "node_type": kind,
         "type": None,
@@ -115,8 +122,10 @@ def _new_ca(name, kind, line_no):
     }
 
 
-def _new_port(number, line_no):
+def _new_port(number, line_no, text=None):
     return {
+        "text": text,
+        "lines": [],
         "port": number,
         "state": None,
         "physical_state": None,
@@ -231,7 +240,7 @@ def parse_ibstat(text):
             continue
         match = _NODE.match(line)
         if match:
-            ca = _new_ca(match.group("name"), match.group("kind"), line_no)
+            ca = _new_ca(match.group("name"), match.group("kind"), line_no, line.strip())
             result["cas"].append(ca)
             port = None
             continue
@@ -241,13 +250,14 @@ def parse_ibstat(text):
                 result["errors"].append("line %d: 'Port %s:' before any CA line" % (line_no, match.group("port")))
                 port = None
                 continue
-            port = _new_port(int(match.group("port")), line_no)
+            port = _new_port(int(match.group("port")), line_no, line.strip())
             ca["ports"].append(port)
             continue
         match = _KEY_VALUE.match(line)
         key = match.group("key").strip().lower() if match else None
         if match and ca is not None and key in _PORT_KEYS and port is not None:
             _store(port, _PORT_KEYS[key], match.group("value"), line_no, match.group("key").strip(), result)
+            port["lines"].append("%s > %s > %s" % (ca["text"], port["text"], line.strip()))
             continue
         if match and ca is not None and key in _CA_KEYS and port is None:
             _store(ca, _CA_KEYS[key], match.group("value"), line_no, match.group("key").strip(), result)
@@ -256,7 +266,10 @@ def parse_ibstat(text):
             result["errors"].append("line %d: '%s' outside the CA/Port block it belongs to"
                                     % (line_no, match.group("key").strip()))
             continue
-        if _PROMPT.match(line) or re.match(r"^\s*(?:=+|-+|Log ibstat:?)\s*$", line):
+        if _PROMPT.match(line) or is_shell_echo(line):
+            result["warnings"].append("line %d: shell prompt or command echo ignored: %s" % (line_no, line.strip()[:120]))
+            continue
+        if re.match(r"^\s*(?:=+|-+|Log ibstat:?)\s*$", line):
             continue
         unrecognised += 1
         if unrecognised <= _MAX_UNRECOGNISED:

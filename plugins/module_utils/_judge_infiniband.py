@@ -11,8 +11,13 @@ Which ports are the compute fabric: the HCAs in nic_names when the profile lists
 every port whose link layer is infiniband.link_layer (storage/management ports on Ethernet are
 left out and named in a skip result).
 
+A parser error (an ibpanic/iberror line, a truncated port block, a garbled counter line) is an
+ib.parse error reported next to the findings from the rest of the output: a port at rate 200
+above an ibpanic tail is still named. Every result carries the printed lines it rests on as
+evidence (the port's State / Physical state / Rate lines, the counter lines before and after).
+
 Checks (component = "<hca> port <n>"):
-- ib.parse            ibstat or a counter snapshot missing/unreadable
+- ib.parse            ibstat or a counter snapshot missing, or a part of it unreadable
 - ib.port_count       compute ports found vs nics_per_node; named HCAs missing
 - ib.port_state       State Active and Physical state LinkUp ("mlx5_3 port 1 is Down")
 - ib.rate             Rate == infiniband.port_rate ("mlx5_1 port 1 runs at 200 Gb/s, expected 400")
@@ -38,6 +43,30 @@ def _port_label(ca, port):
     return "%s port %s" % (ca, port)
 
 
+def _port_lines(port, *keys):
+    """The port's printed lines whose key is one of keys ('State', 'Rate', ...); all when none."""
+    lines = port.get("lines") or []
+    if not keys:
+        return lines
+    wanted = tuple(k.lower() + ":" for k in keys)
+    return [line for line in lines if line.rsplit(" > ", 1)[-1].lower().startswith(wanted)]
+
+
+def _parse_problem(check, tool, parsed, required):
+    """(error results, usable): findings are still judged from a result with errors but data."""
+    failed = parse_error_results(check, tool, parsed, required=required)
+    if not failed:
+        return [], True
+    usable = isinstance(parsed, dict) and all(parsed.get(k) for k in required) and bool(parsed.get("errors"))
+    for result in failed:
+        if usable:
+            result["message"] = result["message"].replace(
+                "output unreadable:", "part of the output is unreadable (the rest is judged):")
+        if isinstance(parsed, dict):
+            result["evidence"] = [str(e) for e in parsed.get("errors") or []][:12]
+    return failed, usable
+
+
 def _compute_ports(ibstat, profile, results):
     """[(ca_name, port_dict)] of the compute fabric; records skip/fail results on the way."""
     names = profile_get(profile, "nic_names")
@@ -49,12 +78,16 @@ def _compute_ports(ibstat, profile, results):
         for name in names:
             ca = by_name.get(name)
             if ca is None:
-                results.append(check_result("ib.port_count", FAIL, "compute HCA %s is missing from "
-                                            "ibstat" % name, {"hca": name}, name))
+                failed = name in (ibstat.get("failed_cas") or [])
+                results.append(check_result(
+                    "ib.port_count", ERROR if failed else FAIL,
+                    "compute HCA %s %s" % (name, "could not be read by ibstat (ibpanic)" if failed
+                                           else "is missing from ibstat"),
+                    {"hca": name}, name, evidence=[ca_.get("text") for ca_ in cas if ca_.get("text")]))
                 continue
             if not ca.get("ports"):
                 results.append(check_result("ib.port_count", FAIL, "compute HCA %s reports no "
-                                            "ports" % name, {"hca": name}, name))
+                                            "ports" % name, {"hca": name}, name, evidence=[t for t in [ca.get("text")] if t]))
             for port in ca.get("ports") or []:
                 ports.append((name, port))
         return ports
@@ -78,24 +111,27 @@ def _compute_ports(ibstat, profile, results):
 
 def judge_infiniband(ibstat, counters_before, counters_after, profile):
     """List of check results for one node's HCA ports and counter deltas."""
-    failed = parse_error_results("ib.parse", TOOL, ibstat, required=("cas",))
-    if failed:
-        return failed
-    results = []
+    results, usable = _parse_problem("ib.parse", TOOL, ibstat, ("cas",))
+    if not usable:
+        return results
     ports = _compute_ports(ibstat, profile, results)
     names = profile_get(profile, "nic_names")
     expected = profile_get(profile, "nics_per_node")
     layer = profile_get(profile, "infiniband.link_layer")
     rate = profile_get(profile, "infiniband.port_rate")
+    failed_cas = list(ibstat.get("failed_cas") or [])
 
     if expected is not None and not names:
         metrics = {"found": len(ports), "expected": expected}
+        evidence = [ca.get("text") for ca in ibstat.get("cas") or [] if ca.get("text")]
         if len(ports) >= expected:
             results.append(check_result("ib.port_count", PASS, "%d %s ports (at least %d expected)"
-                                        % (len(ports), layer or "HCA", expected), metrics))
+                                        % (len(ports), layer or "HCA", expected), metrics, evidence=evidence))
         else:
-            results.append(check_result("ib.port_count", FAIL, "%d %s ports, expected at least %d"
-                                        % (len(ports), layer or "HCA", expected), metrics))
+            unread = " (ibstat could not read %s)" % join_names(failed_cas) if failed_cas else ""
+            results.append(check_result("ib.port_count", FAIL, "%d %s ports, expected at least %d%s"
+                                        % (len(ports), layer or "HCA", expected, unread),
+                                        dict(metrics, unreadable=failed_cas), evidence=evidence))
 
     bad_state = bad_rate = 0
     for ca, port in ports:
@@ -105,35 +141,47 @@ def judge_infiniband(ibstat, counters_before, counters_after, profile):
                    "link_layer": port.get("link_layer")}
         if names and layer and port.get("link_layer") and port.get("link_layer") != layer:
             results.append(check_result("ib.link_layer", FAIL, "%s link layer is %s, expected %s"
-                                        % (label, port.get("link_layer"), layer), metrics, label))
+                                        % (label, port.get("link_layer"), layer), metrics, label,
+                                        evidence=_port_lines(port, "Link layer")))
+        state_lines = _port_lines(port, "State", "Physical state")
+        if state is None or phys is None:
+            bad_state += 1
+            results.append(check_result(
+                "ib.port_state", ERROR, "%s: ibstat printed no %s line (output truncated?)"
+                % (label, "State" if state is None else "Physical state"), metrics, label,
+                evidence=_port_lines(port)))
+            continue
         if state != "Active":
             bad_state += 1
             results.append(check_result(
-                "ib.port_state", FAIL, "%s is %s (physical state %s)"
-                % (label, state or "in an unknown state", phys or "unknown"), metrics, label))
+                "ib.port_state", FAIL, "%s is %s (physical state %s)" % (label, state, phys),
+                metrics, label, evidence=state_lines))
             continue
         if phys != "LinkUp":
             bad_state += 1
             results.append(check_result("ib.port_state", FAIL, "%s physical state is %s, expected "
-                                        "LinkUp" % (label, phys or "unknown"), metrics, label))
+                                        "LinkUp" % (label, phys), metrics, label, evidence=state_lines))
             continue
         if rate is not None:
             found = port.get("rate")
             if not is_number(found):
                 bad_rate += 1
                 results.append(check_result("ib.rate", ERROR, "%s reports no readable rate"
-                                            % label, metrics, label))
+                                            % label, metrics, label, evidence=_port_lines(port)))
             elif found != rate:
                 bad_rate += 1
                 results.append(check_result("ib.rate", FAIL, "%s runs at %s Gb/s, expected %s"
                                             % (label, fmt_num(found), fmt_num(rate)),
-                                            dict(metrics, expected=rate), label))
+                                            dict(metrics, expected=rate), label,
+                                            evidence=_port_lines(port, "State", "Rate")))
     if ports and not bad_state:
         results.append(check_result("ib.port_state", PASS, "all %d compute ports are Active/LinkUp"
-                                    % len(ports), {"ports": len(ports)}))
+                                    % len(ports), {"ports": len(ports)},
+                                    evidence=[l for _ca, p in ports for l in _port_lines(p, "State")]))
     if ports and rate is not None and not bad_state and not bad_rate:
         results.append(check_result("ib.rate", PASS, "all %d compute ports run at %s Gb/s"
-                                    % (len(ports), fmt_num(rate)), {"rate": rate}))
+                                    % (len(ports), fmt_num(rate)), {"rate": rate},
+                                    evidence=[l for _ca, p in ports for l in _port_lines(p, "Rate")]))
 
     results.extend(_judge_counters(ports, counters_before, counters_after, profile))
     return results
@@ -145,19 +193,24 @@ def _judge_counters(ports, before, after, profile):
         return [check_result("ib.counters", SKIP, "%s: no before/after snapshots collected"
                              % TOOL_COUNTERS, {})]
     results = []
-    results.extend(parse_error_results("ib.parse", TOOL_COUNTERS + " (before the test)", before,
-                                       required=("counters",)))
-    results.extend(parse_error_results("ib.parse", TOOL_COUNTERS + " (after the test)", after,
-                                       required=("counters",)))
-    if results:
+    usable = True
+    for label, parsed in (("before the test", before), ("after the test", after)):
+        problems, ok = _parse_problem("ib.parse", "%s (%s)" % (TOOL_COUNTERS, label), parsed, ("counters",))
+        results.extend(problems)
+        usable = usable and ok
+    if not usable:
         return results
-    diff = counter_deltas(before, after)
+    # The counters that were read are judged even when some lines of a snapshot were not.
+    diff = counter_deltas(before["counters"], after["counters"])
     if diff.get("errors"):
-        return [check_result("ib.parse", ERROR, "%s: cannot compare the snapshots: %s"
-                             % (TOOL_COUNTERS, "; ".join(diff["errors"])),
-                             {"errors": list(diff["errors"])})]
+        results.append(check_result("ib.parse", ERROR, "%s: cannot compare the snapshots: %s"
+                                    % (TOOL_COUNTERS, "; ".join(diff["errors"])),
+                                    {"errors": list(diff["errors"])}))
+        return results
     deltas = diff.get("deltas") or {}
     lower_bound = set(diff.get("resets") or []) | set(diff.get("saturated") or [])
+    lines_before = before.get("lines") or {}
+    lines_after = after.get("lines") or {}
     judged = 0
     bad = 0
     for ca, port in ports:
@@ -167,7 +220,8 @@ def _judge_counters(ports, before, after, profile):
         if values is None:
             bad += 1
             results.append(check_result("ib.counters", ERROR, "%s is missing from the before or "
-                                        "after counter snapshot" % label, {}, label))
+                                        "after counter snapshot" % label, {}, label,
+                                        evidence=_port_lines(port, "State")))
             continue
         for name in sorted(limits):
             limit = limits[name]
@@ -183,11 +237,14 @@ def _judge_counters(ports, before, after, profile):
                 results.append(check_result(
                     "ib.counters", FAIL, "%s %s rose by %s%s during the test (limit %s)"
                     % (label, name, "at least " if where in lower_bound else "", fmt_num(delta),
-                       fmt_num(limit)), metrics, label))
+                       fmt_num(limit)), metrics, label,
+                    evidence=["before: " + lines_before.get(where, "?"), "after: " + lines_after.get(where, "?")]))
     if not bad:
         if judged:
             results.append(check_result("ib.counters", PASS, "no error counter rose above its "
-                                        "limit on %d ports" % len(ports), {"judged": judged}))
+                                        "limit on %d ports" % len(ports), {"judged": judged},
+                                        evidence=["after: " + v for k, v in sorted(lines_after.items())
+                                                  if k.rsplit("/", 1)[-1] in ("symbol_error", "link_downed")]))
         else:
             results.append(check_result("ib.counters", SKIP, "none of the limited counters (%s) "
                                         "appear in both snapshots" % join_names(sorted(
@@ -196,6 +253,23 @@ def _judge_counters(ports, before, after, profile):
 
 
 def judge_infiniband_stage(outputs, profile, options):
-    """The infiniband stage: (checks, metrics) from ibstat and the counters before and after."""
-    return judge_infiniband(parse_ibstat(outputs["ibstat"]), parse_ib_counters(outputs["ib-counters-before"]),
-                            parse_ib_counters(outputs["ib-counters-after"]), profile), {}
+    """The infiniband stage: (checks, metrics) from ibstat and the counters before and after.
+
+    A tool a replayed set did not capture is named in a skip result; the rest is judged.
+    """
+    if outputs.get("ibstat") is None:
+        return [check_result("ib.parse", SKIP, "ibstat was not captured: port state and rate not judged",
+                             tool="ibstat")], {}
+    before, after = outputs.get("ib-counters-before"), outputs.get("ib-counters-after")
+    checks = []
+    if before is None or after is None:
+        checks.append(check_result("ib.counters", SKIP, "%s was not captured: error counters not judged"
+                                   % ("ib-counters-before" if before is None else "ib-counters-after")))
+        before = after = None
+    results = judge_infiniband(parse_ibstat(outputs["ibstat"]),
+                               None if before is None else parse_ib_counters(before),
+                               None if after is None else parse_ib_counters(after), profile)
+    if checks:
+        results = [r for r in results if not (r["check"] == "ib.counters" and r["status"] == SKIP
+                                              and "no before/after" in r["message"])] + checks
+    return results, {}

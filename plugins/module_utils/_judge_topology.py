@@ -3,9 +3,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Judge the node topology read by parse_nvidia_topo (nvidia-smi topo -m) against a profile.
 
-Checks (one result per finding, component names the GPU pair, GPU or NIC):
-- topology.parse         the parser's errors; the only result when the output is unusable
-- topology.gpu_count     GPUs in the matrix vs gpus_per_node
+Checks (one result per finding, component names the GPU pair, GPU or NIC; every result carries
+the matrix rows it rests on as evidence):
+- topology.parse         the parser's errors (an unreadable row, a truncated matrix), reported next
+                         to the findings from the rest of the matrix; the only result when no
+                         matrix could be read at all
+- topology.gpu_count     GPU columns in the matrix vs gpus_per_node (topo -m numbers the GPUs it
+                         sees, so a missing one is named by PCI bus id by gpu_health, not here)
 - topology.nvlink        every GPU pair's link vs nvlink_per_pair ("GPU2<->GPU5 is SYS, ...")
 - topology.nic_count     NICs in the matrix (or the named ones) vs nics_per_node
 - topology.nic_affinity  each GPU has a NIC at an accepted PCIe relation (PIX/PXB), and each
@@ -47,43 +51,74 @@ def _nic_label(topo, nic):
     return names.get(nic) or devices.get(nic) or nic
 
 
+def _rows(topo, *labels):
+    """The header and the printed rows of the given devices (all GPU rows when none given)."""
+    lines = topo.get("row_lines") or {}
+    wanted = labels or sorted((k for k in lines if _GPU_NUM.match(k)), key=_gpu_key)
+    return [topo.get("header_line")] + [lines[label] for label in wanted if label in lines]
+
+
+def _gpu_columns(topo):
+    """GPUs of the matrix: every GPU column of the header, read row or not (a garbled row is still a GPU)."""
+    columns = [d for d in (topo.get("columns") or []) if _GPU_NUM.match(d)]
+    found = set(columns) | set(topo.get("gpus") or [])
+    return sorted(found, key=_gpu_key)
+
+
 def judge_topology(topo, profile):
-    """List of check results for one node's nvidia-smi topo -m parse result."""
-    failed = parse_error_results("topology.parse", TOOL, topo, required=("gpus", "matrix"))
-    if failed:
+    """List of check results for one node's nvidia-smi topo -m parse result.
+
+    A parse error is reported as a topology.parse error next to the findings from the rows that
+    could be read; only a result with no header or no GPU at all gives the error alone.
+    """
+    failed = parse_error_results("topology.parse", TOOL, topo)
+    if failed and (not isinstance(topo, dict) or topo.get("errors") is None):
         return failed
     results = []
-    gpus = sorted(topo.get("gpus") or [], key=_gpu_key)
+    if failed:
+        results.append(check_result("topology.parse", ERROR, failed[0]["message"], failed[0]["metrics"],
+                                    evidence=list(topo.get("errors") or [])))
+    gpus = _gpu_columns(topo)
     nics = list(topo.get("nics") or [])
     matrix = topo.get("matrix") or {}
     expected_gpus = profile_get(profile, "gpus_per_node")
+    if not gpus or not matrix:
+        return results or [check_result("topology.gpu_count", ERROR, "%s: the matrix lists no GPUs" % TOOL,
+                                        {"tool": TOOL}, evidence=[topo.get("header_line")])]
 
-    # GPU count
-    if not gpus:
-        return [check_result("topology.gpu_count", ERROR,
-                             "%s: the matrix lists no GPUs" % TOOL, {"tool": TOOL})]
     if expected_gpus is not None:
-        metrics = {"found": len(gpus), "expected": expected_gpus}
+        metrics = {"found": len(gpus), "expected": expected_gpus, "gpus": gpus}
         if len(gpus) == expected_gpus:
             results.append(check_result("topology.gpu_count", PASS,
-                                        "%d GPUs in the topology, as expected" % len(gpus),
-                                        metrics))
+                                        "%s shows %d GPUs (%s), as expected"
+                                        % (TOOL, len(gpus), _span(gpus)), metrics,
+                                        evidence=_rows(topo)))
         else:
-            missing = ["GPU%d" % i for i in range(expected_gpus) if "GPU%d" % i not in gpus]
-            extra = "" if not missing else " (missing: %s)" % join_names(missing)
+            # topo -m renumbers the GPUs it sees (GPU5 gone: the last one is GPU6), so the
+            # missing GPU cannot be named from the matrix: its bus id comes from nvidia-smi -q.
             results.append(check_result(
-                "topology.gpu_count", FAIL, "%d GPUs in the topology, expected %d%s"
-                % (len(gpus), expected_gpus, extra), dict(metrics, missing=missing)))
+                "topology.gpu_count", FAIL, "%s shows %d GPUs (%s), expected %d; the matrix "
+                "numbers the GPUs it sees, so the missing one is named by PCI bus id in gpu_health "
+                "(gpu.count)" % (TOOL, len(gpus), _span(gpus), expected_gpus), metrics,
+                evidence=_rows(topo)))
 
     # NVLink between every pair
-    results.extend(_judge_nvlink(gpus, matrix, profile_get(profile, "nvlink_per_pair")))
+    results.extend(_judge_nvlink(gpus, matrix, profile_get(profile, "nvlink_per_pair"), topo))
 
     # NICs
     results.extend(_judge_nics(topo, gpus, nics, matrix, profile))
     return results
 
 
-def _judge_nvlink(gpus, matrix, expected):
+def _span(gpus):
+    """'GPU0-GPU6' for a contiguous run, else the names."""
+    numbers = [_gpu_key(g)[1] for g in gpus if _gpu_key(g)[0] == 0]
+    if len(numbers) == len(gpus) and numbers and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+        return "GPU%d-GPU%d" % (numbers[0], numbers[-1]) if len(numbers) > 1 else "GPU%d" % numbers[0]
+    return join_names(gpus)
+
+
+def _judge_nvlink(gpus, matrix, expected, topo):
     if not expected:
         return [check_result("topology.nvlink", SKIP,
                              "profile sets no NVLink expectation (nvlink_per_pair is null)")]
@@ -102,15 +137,16 @@ def _judge_nvlink(gpus, matrix, expected):
                 bad += 1
                 results.append(check_result(
                     "topology.nvlink", ERROR, "%s has no value in the %s matrix"
-                    % (component, TOOL), {"expected": expected}, component))
+                    % (component, TOOL), {"expected": expected}, component, evidence=_rows(topo, a, b)))
             elif value != expected:
                 bad += 1
                 results.append(check_result(
                     "topology.nvlink", FAIL, "%s is %s, expected %s" % (component, value, expected),
-                    {"found": value, "expected": expected}, component))
+                    {"found": value, "expected": expected}, component, evidence=_rows(topo, a, b)))
     if not bad:
         results.append(check_result("topology.nvlink", PASS, "all %d GPU pairs are %s"
-                                    % (pairs, expected), {"pairs": pairs, "expected": expected}))
+                                    % (pairs, expected), {"pairs": pairs, "expected": expected},
+                                    evidence=_rows(topo)))
     return results
 
 
@@ -129,7 +165,7 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
         for name in missing:
             results.append(check_result("topology.nic_count", FAIL,
                                         "compute NIC %s is missing from the topology" % name,
-                                        {"nic": name}, name))
+                                        {"nic": name}, name, evidence=[topo.get("header_line")]))
     else:
         compute = list(nics)
 
@@ -138,15 +174,16 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
         if len(compute) >= expected:
             results.append(check_result(
                 "topology.nic_count", PASS, "%d NICs in the topology (at least %d expected)"
-                % (len(compute), expected), metrics))
+                % (len(compute), expected), metrics, evidence=[topo.get("header_line")]))
         else:
             results.append(check_result(
                 "topology.nic_count", FAIL, "%d NICs in the topology, expected at least %d"
-                % (len(compute), expected), metrics))
+                % (len(compute), expected), metrics, evidence=[topo.get("header_line")]))
     elif names and len(compute) == len(names):
         results.append(check_result("topology.nic_count", PASS,
                                     "all %d named compute NICs are present" % len(names),
-                                    {"found": len(compute), "expected": len(names)}))
+                                    {"found": len(compute), "expected": len(names)},
+                                    evidence=[topo.get("header_line")]))
 
     if not relations:
         results.append(check_result(
@@ -157,7 +194,7 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
         if expected:
             results.append(check_result("topology.nic_affinity", FAIL,
                                         "no NICs in the topology, so no GPU has a nearby NIC",
-                                        {"accepted": list(relations)}))
+                                        {"accepted": list(relations)}, evidence=[topo.get("header_line")]))
         return results
 
     accepted = set(relations)
@@ -179,13 +216,14 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
             bad += 1
             results.append(check_result(
                 "topology.nic_affinity", ERROR, "%s has no readable relation to any NIC in the %s "
-                "matrix" % (gpu, TOOL), {"accepted": list(relations)}, gpu))
+                "matrix" % (gpu, TOOL), {"accepted": list(relations)}, gpu, evidence=_rows(topo, gpu)))
         elif best_rel not in accepted:
             bad += 1
             results.append(check_result(
                 "topology.nic_affinity", FAIL, "%s has no NIC at %s; the closest is %s via %s"
                 % (gpu, accepted_txt, join_names(best_nics), best_rel),
-                {"found": best_rel, "nics": best_nics, "accepted": list(relations)}, gpu))
+                {"found": best_rel, "nics": best_nics, "accepted": list(relations)}, gpu,
+                evidence=_rows(topo, gpu)))
     # Each named compute NIC needs a GPU at an accepted relation.
     if names:
         for nic in compute:
@@ -205,7 +243,7 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
                     "topology.nic_affinity", FAIL, "%s has no GPU at %s; the closest is %s via %s"
                     % (label_of[nic], accepted_txt, join_names(best_gpus), best_rel),
                     {"found": best_rel, "gpus": best_gpus, "accepted": list(relations)},
-                    label_of[nic]))
+                    label_of[nic], evidence=_rows(topo, nic)))
     # Enough NICs close to some GPU for one compute NIC per GPU group.
     if not names and expected:
         local = []
@@ -218,14 +256,27 @@ def _judge_nics(topo, gpus, nics, matrix, profile):
             results.append(check_result(
                 "topology.nic_affinity", FAIL, "only %d NICs are %s to a GPU (%s), expected %d"
                 % (len(local), accepted_txt, join_names(local) or "none", expected),
-                {"gpu_local_nics": local, "expected": expected, "accepted": list(relations)}))
+                {"gpu_local_nics": local, "expected": expected, "accepted": list(relations)},
+                evidence=_rows(topo)))
     if not bad:
         results.append(check_result(
             "topology.nic_affinity", PASS, "every GPU has a NIC at %s" % accepted_txt,
-            {"accepted": list(relations)}))
+            {"accepted": list(relations)}, evidence=_rows(topo)))
     return results
 
 
 def judge_topology_stage(outputs, profile, options):
-    """The topology stage: (checks, metrics) from the stage's outputs (None: not captured)."""
-    return judge_topology(parse_nvidia_topo(outputs["nvidia-smi-topo"]), profile), {}
+    """The topology stage: (checks, metrics) from the stage's outputs (None: not captured).
+
+    metrics: gpu_count, the GPUs the matrix shows (topo -m prints no bus ids), for the
+    cluster-wide gpu.identity check.
+    """
+    text = outputs.get("nvidia-smi-topo")
+    if text is None:
+        return [check_result("topology.parse", SKIP, "%s was not captured: topology not judged" % TOOL,
+                             tool="nvidia-smi-topo")], {}
+    topo = parse_nvidia_topo(text)
+    metrics = {}
+    if topo.get("header_line") is not None:
+        metrics["gpu_count"] = len(_gpu_columns(topo))
+    return judge_topology(topo, profile), metrics

@@ -17,7 +17,12 @@ The output varies between drivers and machines, all of which this parser reads:
   the matrix cells, sometimes with empty trailing fields;
 * ANSI escape codes around the header (the driver underlines it when writing to a terminal);
 * cells glued together when a column overflows its width (``NODENODE``);
-* the ``Legend:`` block, which is never read as matrix rows.
+* the ``Legend:`` block (old and new wordings), which is never read as matrix rows;
+* shell prompts, echoed commands and launcher prefixes (srun ``-l``, mpirun ``--tag-output``)
+  pasted with the capture, dropped with a warning.
+
+A row that cannot be read (too few cells) is an error naming its line; the other rows are still
+returned. ``header_line`` and ``row_lines`` keep the lines as printed, for evidence.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,6 +32,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     is_missing,
+    is_shell_echo,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -172,7 +178,8 @@ def parse_nvidia_topo(text):
     when the column exists), nic_names, nic_devices, nic_affinity, errors, warnings.
     """
     result = new_result(gpus=[], nics=[], devices=[], matrix={}, cpu_affinity={},
-                        numa_affinity={}, nic_names={}, nic_devices={}, nic_affinity={})
+                        numa_affinity={}, nic_names={}, nic_devices={}, nic_affinity={},
+                        header_line=None, row_lines={})
     errors = result["errors"]
     warnings = result["warnings"]
     if not isinstance(text, str):
@@ -193,6 +200,9 @@ def parse_nvidia_topo(text):
         stripped = line.strip()
         if not stripped:
             continue
+        if is_shell_echo(stripped) or re.match(r"^\S*nvidia-smi\s", stripped):
+            warnings.append("line %d: shell prompt or command echo ignored: %s" % (lineno, stripped[:120]))
+            continue
         match = _NIC_LEGEND_RE.match(line)
         if match:
             result["nic_names"][match.group(1)] = match.group(2)
@@ -206,6 +216,7 @@ def parse_nvidia_topo(text):
         if header is None:
             if _is_header(tokens):
                 header, extras = _split_header(tokens, warnings, lineno)
+                result["header_line"] = stripped
             continue
         label = tokens[0]
         if label not in header:
@@ -218,11 +229,12 @@ def parse_nvidia_topo(text):
         cells, rest = _row_cells(tokens[1:], len(header), warnings, lineno, label)
         if len(cells) < len(header):
             missing = header[len(cells)]
-            errors.append("line %d: %s row has %d of %d matrix cells (no value for %s)"
-                          % (lineno, label, len(cells), len(header), missing))
+            errors.append("line %d: %s row has %d of %d matrix cells (no value for %s): %s"
+                          % (lineno, label, len(cells), len(header), missing, stripped[:160]))
             continue
         rows[label] = dict(zip(header, cells))
         row_order.append(label)
+        result["row_lines"][label] = stripped
         if _GPU_RE.match(label):
             if len(rest) > len(extras):
                 warnings.append("line %d: %s row has %d values after the matrix, header names %d"
@@ -248,6 +260,7 @@ def parse_nvidia_topo(text):
     result["gpus"] = gpus
     result["nics"] = nics
     result["devices"] = [d for d in header if d in rows]
+    result["columns"] = list(header)
     result["matrix"] = dict((d, rows[d]) for d in row_order)
 
     for gpu in gpus:

@@ -89,3 +89,55 @@ def new_result(**fields):
     result = {"errors": [], "warnings": []}
     result.update(fields)
     return result
+
+
+# Cells that read as a number to a careless float(): "inf", "-Infinity", "NaN". A tool never prints
+# them for a measured value; they mean a division by zero or an uninitialised field.
+_NON_FINITE_WORD = re.compile(r"^[-+]?(?:inf(?:inity)?|nan)$", re.IGNORECASE)
+_WHOLE_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+
+
+def is_non_finite_word(token):
+    """True for inf, -inf, Infinity, nan (any case): a cell that is a number word but not a value."""
+    return bool(_NON_FINITE_WORD.match(token.strip())) if isinstance(token, str) else False
+
+
+def finite_number(token):
+    """(number, None) for a cell that is exactly one finite number; (None, why) otherwise.
+
+    why is "missing" for the placeholders of is_missing (N/A, ...), "not finite" for inf/nan and
+    numbers too large for a float ('1e309' would read as infinity), "not a number" for anything
+    else. Integers stay int, a dot or an exponent gives a float.
+    """
+    if token is None or is_missing(token):
+        return None, "missing"
+    text = token.strip()
+    if is_non_finite_word(text):
+        return None, "not finite"
+    if not _WHOLE_NUMBER.match(text):
+        return None, "not a number"
+    if not any(c in text for c in ".eE"):
+        return int(text), None
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        return None, "not finite"
+    return value, None
+
+
+# A tool that crashed after (or instead of) its output: glibc/C++ runtime, shells, Go, Python.
+_CRASH = re.compile(
+    r"(?:^panic: |^fatal error: |terminate called (?:after throwing|without an active|recursively)"
+    r"|\(core dumped\)|^Segmentation fault\b|^Bus error\b|^Aborted\b|^Killed\b"
+    r"|\*\*\* Process received signal \*\*\*|^Traceback \(most recent call last\):"
+    r"|\*\*\* (?:stack smashing|buffer overflow) detected|double free or corruption)")
+
+
+def is_crash_line(line):
+    """True for a line a crashing process prints (panic, terminate called, core dumped, ...)."""
+    return bool(_CRASH.search(line.strip())) if isinstance(line, str) else False
+
+
+def launcher_prefix(line):
+    """The mpirun --tag-output / srun --label prefix at the start of line, or '' when none."""
+    stripped = strip_launcher_prefix(line)
+    return line[:len(line) - len(stripped)] if stripped != line else ""

@@ -125,10 +125,31 @@ def test_counter_reset_is_a_lower_bound(two_named):
 @pytest.mark.parametrize("name", ["gpud_a100_ibpanic_spaces.txt",
                                   "lustreperfmon_27_hdr_tabs_truncated.txt",
                                   "mooncake_1999_roce_truncated.txt"])
-def test_unreadable_ibstat_is_error_never_pass(name, h100):
+def test_unreadable_part_of_ibstat_is_an_error_next_to_the_findings(name, h100):
     results = judge_infiniband(_ibstat(name), None, None, h100)
-    assert [r["status"] for r in results] == ["error"]
-    assert results[0]["message"].startswith("ibstat: output unreadable: ")
+    assert results[0]["status"] == "error" and results[0]["check"] == "ib.parse"
+    assert results[0]["message"].startswith(
+        "ibstat: part of the output is unreadable (the rest is judged): ")
+    assert results[0]["evidence"] and results[0]["evidence"][0].startswith("line ")
+    assert len(results) > 1  # the ports above the unreadable part are judged
+
+
+def test_ibpanic_tail_keeps_the_rate_findings(h100):
+    results = judge_infiniband(_ibstat("gpud_a100_ibpanic_spaces.txt"), None, None, h100)
+    rates = [r for r in results if r["check"] == "ib.rate"]
+    assert len(rates) == 8 and all(r["status"] == "fail" for r in rates)
+    assert rates[0]["message"] == "mlx5_0 port 1 runs at 200 Gb/s, expected 400"
+    assert rates[0]["evidence"] == ["CA 'mlx5_0' > Port 1: > State: Active", "CA 'mlx5_0' > Port 1: > Rate: 200"]
+    assert "mlx5_8" in results[0]["message"]  # the device ibpanic could not read
+
+
+def test_ibpanic_header_before_the_blocks_keeps_the_findings(h100):
+    text = (FIXTURES / "ibstat" / "gpud_h100_ib_active_bond_spaces.txt").read_text()
+    panic = "ibpanic: [12] main: stat of IB device 'mlx5_9' failed: No such file or directory\n"
+    results = judge_infiniband(parse_ibstat(panic + text), None, None, h100)
+    assert results[0]["status"] == "error" and "mlx5_9" in results[0]["message"]
+    assert [r["status"] for r in results if r["check"] == "ib.port_state"] == ["pass"]
+    assert len([r for r in results if r["check"] == "ib.port_state"][0]["evidence"]) == 8
 
 
 def test_missing_ibstat_and_missing_snapshot(two_named):
@@ -151,5 +172,6 @@ def test_unreadable_counter_snapshot(two_named):
                                two_named)
     errors = [r for r in results if r["check"] == "ib.parse"]
     assert errors and errors[0]["status"] == "error"
-    assert errors[0]["message"].startswith("IB port counters (after the test): output unreadable")
+    assert errors[0]["message"].startswith("IB port counters (after the test): part of the output is "
+                                           "unreadable (the rest is judged)")
     assert not any(r["check"] == "ib.counters" and r["status"] == "pass" for r in results)

@@ -48,7 +48,11 @@ def test_missing_gpu(a100):
     results = judge_topology(_topo("dgx_a100_7of8_gpus_handmade.txt"), a100)
     count = [r for r in results if r["check"] == "topology.gpu_count"][0]
     assert count["status"] == "fail"
-    assert count["message"] == "7 GPUs in the topology, expected 8 (missing: GPU7)"
+    # topo -m renumbers the GPUs it sees: never name the renumbered index as the missing one.
+    assert count["message"].startswith("nvidia-smi topo -m shows 7 GPUs (GPU0-GPU6), expected 8; ")
+    assert "named by PCI bus id in gpu_health" in count["message"]
+    assert "GPU7" not in count["message"].split(";")[1]
+    assert count["evidence"][0].startswith("GPU0") and len(count["evidence"]) == 8
 
 
 def test_degraded_link_is_named(a100):
@@ -115,12 +119,17 @@ def test_unreadable_output_is_error_never_pass(text, a100):
     assert results[0]["message"].startswith("nvidia-smi topo -m: ")
 
 
-def test_truncated_fixture_is_error(a100):
+def test_truncated_fixture_is_error_next_to_the_rows_that_were_read(a100):
     text = (FIXTURES / "nvidia_topo" / "dgx_a100_8gpu_10nic_tabs_legend.txt").read_text()
     truncated = "\n".join(text.splitlines()[:5])
     results = judge_topology(parse_nvidia_topo(truncated), a100)
-    assert [r["status"] for r in results] == ["error"]
+    assert results[0]["check"] == "topology.parse" and results[0]["status"] == "error"
     assert "output unreadable" in results[0]["message"]
+    # The four rows that were printed are still judged; the pairs with no cell are errors.
+    nvlink = [r for r in results if r["check"] == "topology.nvlink"]
+    assert nvlink and all(r["status"] == "error" for r in nvlink)
+    assert len(nvlink) == 6  # GPU4..GPU7 among themselves: no row, no cell
+    assert "pass" not in set(r["status"] for r in results if r["check"] == "topology.nvlink")
 
 
 def test_missing_input_is_error(a100):
