@@ -291,7 +291,8 @@ class CallbackModule(CallbackBase):
                 known = {}
         except (IOError, OSError, ValueError):
             known = {}
-        when = document["run"].get("finished") or _now()
+        # The run's start: an Xid logged while a passing run went on must count next time.
+        when = document["run"].get("started") or _now()
         for node, entry in sorted((document.get("nodes") or {}).items()):
             for stage, status in sorted((entry.get("stages") or {}).items()):
                 if status == "pass":

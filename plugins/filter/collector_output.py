@@ -13,7 +13,7 @@ description:
   - The collector script (the C(gpucluster.acceptance.collect) role's C(gpucluster-collect.sh))
     frames each tool's output between markers that carry its exit status and duration. This filter
     returns one tool's C(output), C(rc), C(seconds) and C(complete) (false when its end marker is
-    missing: the collector was cut off).
+    missing, the collector was cut off).
   - A tool the output does not hold comes back with C(complete=false), the given O(rc) and an
     C(error) saying so; never an empty success.
 options:

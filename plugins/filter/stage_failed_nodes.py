@@ -10,7 +10,7 @@ name: stage_failed_nodes
 short_description: The nodes whose acceptance state says they failed (or errored in) a stage
 version_added: 0.2.0
 description:
-  - Fail-fast's question, answered by the same bookkeeping as the verdict: reads each node's
+  - Fail-fast's question, answered by the same bookkeeping as the verdict. It reads each node's
     C(collect_node_state) of this run (see M(gpucluster.acceptance.collect_stage)) and returns the
     sorted names of the nodes that failed the stage.
 options:

@@ -30,9 +30,12 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl 
 # An output is None when a replayed set did not capture that tool; the function judges the rest
 # and says what it could not judge.
 STAGES = {
-    "preflight": (("tools", "nvidia-smi-versions", "dcgmi-version", "ibstat-versions"), judge_preflight_stage),
+    "preflight": (("tools", "nvidia-smi-versions", "nvidia-smi-list", "dcgmi-version", "ibstat-versions"),
+                  judge_preflight_stage),
     "topology": (("nvidia-smi-topo",), judge_topology_stage),
-    "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg"), judge_gpu_health_stage),
+    # node-clock and xid-window place the kernel log's events in time: the Xid window is judged
+    # from the captured outputs alone, so a replay gives the same verdict.
+    "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window"), judge_gpu_health_stage),
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
     "infiniband": (("ib-counters-before", "ibstat", "ib-counters-after"), judge_infiniband_stage),
     "nccl_single_node": (("all_reduce_perf",), judge_nccl_single_node_stage),

@@ -19,7 +19,7 @@ description:
     out-of-bounds check, and ranks reported equal to ranks launched (a build without MPI=1 shows
     as several independent tables, and the node it concerns is named with that cause).
   - A run the launcher, the scheduler or the transport broke (srun cannot reach slurmctld, PMIx or
-    MPI initialisation, ssh, a program not found, the OOM killer) measured nothing: it is run once
+    MPI initialisation, ssh, a program not found, the OOM killer) measured nothing. It is run once
     more, and when a whole round still fails the stage ends as an C(error) naming the component,
     and no node or uplink is blamed.
   - Runs where the launcher runs (the login node or the Slurm controller), not on the GPU nodes.

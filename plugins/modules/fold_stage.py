@@ -13,7 +13,7 @@ short_description: Fold a stage's checks, judged once for all nodes, into a node
 description:
   - Takes one node's share of a stage that was judged once for the whole allocation (the workload
     stage) and folds it into the node's C(collect_node_state) fact with the same bookkeeping as the
-    per-node stages (M(gpucluster.acceptance.collect_stage)): the stage's status, its metrics, its
+    per-node stages (M(gpucluster.acceptance.collect_stage)) - the stage's status, its metrics, its
     checks and raw outputs, and C(failed_stages).
   - A state that carries another O(run_id) (left by an earlier run in a persistent fact cache) is
     dropped, never folded in. No checks for the node is an C(error) check, never a pass.
@@ -24,7 +24,7 @@ options:
     type: str
     required: true
   checks:
-    description: The node's checks (dicts with C(check), C(status), C(message), C(metrics), C(component)).
+    description: The node's checks, dicts with C(check), C(status), C(message), C(metrics) and C(component).
     type: list
     elements: dict
     required: true
@@ -33,7 +33,7 @@ options:
     type: dict
     default: {}
   raw:
-    description: The node's raw outputs of the stage, C({name: {output, rc, seconds, complete}}).
+    description: The node's raw outputs of the stage, by name, each with C(output), C(rc), C(seconds) and C(complete).
     type: dict
     default: {}
   run_id:

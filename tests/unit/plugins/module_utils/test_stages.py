@@ -46,7 +46,7 @@ def test_timed_out_tool_is_an_error_naming_the_tool_and_skips_judging():
 def test_missing_tool_section_and_no_markers_are_errors():
     state = _stages.judge_stage({}, "gpu_health", collected(("nvidia-smi-q", "x", 0)), A100, node="n")
     names = sorted(c["component"] for c in state["last"]["checks"])
-    assert names == ["dmesg", "nvidia-smi-csv"]
+    assert names == ["dmesg", "node-clock", "nvidia-smi-csv", "xid-window"]
     assert all("no output collected" in c["message"] for c in state["last"]["checks"])
     empty = _stages.judge_stage({}, "topology", "bash: not found\n", A100, node="n")
     assert empty["last"]["checks"][0]["status"] == "error"
@@ -97,6 +97,7 @@ def test_preflight_records_versions_and_flags_missing_tools():
     csv = fixture("nvidia_smi/csv_h100_8gpu_units_handmade.csv")
     out = collected(("tools", "/usr/bin/nvidia-smi\n/usr/bin/ibstat", 1),
                     ("nvidia-smi-versions", csv, 0),
+                    ("nvidia-smi-list", fixture("nvidia_smi/list_h100_8gpu_handmade.txt"), 0),
                     ("dcgmi-version", "Version : 3.3.6\nBuild ID : 14", 0),
                     ("ibstat-versions", fixture("ibstat/gpud_h100_ib_active_bond_spaces.txt"), 0))
     state = _stages.judge_stage({}, "preflight", out, A100, options={"required_tools": ["nvidia-smi", "dcgmi", "ibstat"]},
@@ -156,5 +157,5 @@ def test_state_of_run_accepts_only_this_runs_dicts():
 def test_a_collector_that_did_not_start_says_why_in_each_missing_tool():
     why = {"tools": {}, "errors": ["the collector exited with status 3 and printed nothing: bash: not found"]}
     state = _stages.judge_stage({}, "gpu_health", why, A100, node="n")
-    assert len(state["last"]["checks"]) == 3
+    assert len(state["last"]["checks"]) == 5   # one per tool of the stage
     assert all(c["message"].endswith("no output collected (%s)" % why["errors"][0]) for c in state["last"]["checks"])
