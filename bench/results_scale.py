@@ -283,7 +283,7 @@ def markdown(rows, meta):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--sizes", default="256,1024,4096")
     parser.add_argument("--template", help="an acceptance artifact directory to copy outputs from")
     parser.add_argument("--no-write", action="store_true", help="print only")

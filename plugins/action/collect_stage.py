@@ -20,7 +20,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage, node_state_of
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
 
 # The collect role's script; the action finds it next to the collection's plugins.

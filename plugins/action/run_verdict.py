@@ -47,7 +47,7 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="the run's results cannot be read: %s" % "; ".join(problems[:5]))
             return result
         verdict = document["verdict"]
-        result.update(changed=False, verdict=dict((k, verdict[k]) for k in ("status", "nodes_total", "nodes_failed",
-                                                                             "failed_nodes", "cluster_failed")),
-                      results=path, msg=_report.verdict_message(document), failed=verdict["status"] != "pass")
+        keys = ("status", "nodes_total", "nodes_failed", "failed_nodes", "cluster_failed")
+        result.update(changed=False, verdict=dict((k, verdict[k]) for k in keys), results=path,
+                      msg=_report.verdict_message(document), failed=verdict["status"] != "pass")
         return result

@@ -64,7 +64,8 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _repo
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 VERDICT_TASK_PREFIX = "Verdict:"
 RUN_DIR_ENV = "GPUCLUSTER_RUN_DIR"
-INCOMPLETE, COMPLETE = "INCOMPLETE", "COMPLETE"
+INCOMPLETE = "INCOMPLETE"
+COMPLETE = "COMPLETE"
 LAST_PASS = "last-pass.json"
 
 

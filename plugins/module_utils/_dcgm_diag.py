@@ -34,6 +34,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
@@ -604,7 +605,7 @@ def _decoder(result):
 
     def number(text):
         value = float(text)
-        if value != value or value in (float("inf"), float("-inf")):
+        if math.isnan(value) or math.isinf(value):
             result["errors"].append("the JSON document holds the number %s, too large for a "
                                     "float: implausible value" % text[:40])
             return None

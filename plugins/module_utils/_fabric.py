@@ -245,8 +245,8 @@ def judge_run(record, opts):
     usable_rows = bool(parsed.get("rows"))
     if found and (record.get("rc") not in (0, None) or record.get("timed_out") or not usable_rows):
         out.update(outcome="infra", component=found["component"], evidence=[found["message"]],
-                   sentence="%s could not run: %s (%s): %s" % (where, found["cause"], found["component"],
-                                                                found["message"]))
+                   sentence="%s could not run: %s (%s): %s" % (
+                       where, found["cause"], found["component"], found["message"]))
         return out
     if record.get("timed_out"):
         out.update(outcome="timeout", evidence=_tail(text),

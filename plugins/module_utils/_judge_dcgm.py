@@ -105,8 +105,8 @@ def _passed_result(passed):
     evidence = [line for _t, lines in passed for line in lines[:1]]
     message = "%s: %d test(s) passed (%s): %s" % (
         TOOL, len(passed), ", ".join("%s %d" % kv for kv in sorted(categories.items())), join_names(names, limit=6))
-    return check_result("dcgm.tests", PASS, message, {"passed": names, "categories": categories,
-                                                       "gpus": sorted(gpus)}, evidence=evidence)
+    metrics = {"passed": names, "categories": categories, "gpus": sorted(gpus)}
+    return check_result("dcgm.tests", PASS, message, metrics, evidence=evidence)
 
 
 def _ids_text(ids):
@@ -173,7 +173,7 @@ def judge_level(diag, required_level, required_gpus):
             problems.append("GPU id %s is beyond the %d GPUs of the node: implausible output"
                             % (_ids_text(beyond), required_gpus))
     if required_gpus is not None and count is not None and count > required_gpus:
-        problems.append("%d GPUs tested, more than the %d of the node: implausible output"
+        problems.append("%s GPUs tested, more than the %s of the node: implausible output"
                         % (count, required_gpus))
     if problems:
         return check_result("dcgm.level", ERROR, "%s ran %s: %s%s" % (

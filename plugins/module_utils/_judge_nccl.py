@@ -440,4 +440,3 @@ def _curve(parsed):
         if is_number(row.get("size")) and row["size"] > 0 and is_number(busbw) and busbw >= 0:
             curve.append([row["size"], busbw])
     return curve
-

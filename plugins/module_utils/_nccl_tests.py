@@ -38,7 +38,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     finite_number, is_crash_line, is_non_finite_word, is_shell_echo, launcher_prefix, lines_of,
-    new_result, strip_launcher_prefix)
+    new_result)
 
 GIB = 1 << 30
 # Most failure or warning lines reported one by one; the rest are counted.

@@ -17,8 +17,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._sections im
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import (  # noqa: F401 (re-exported)
-    fold_stage, node_state_of, state_of_run)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import fold_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_preflight import judge_preflight_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_topology import judge_topology_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health import judge_gpu_health_stage

@@ -9,6 +9,7 @@ Private to the collection: parsers import these; nothing here raises on odd inpu
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import math
 import re
 
 # "[1,0]<stdout>:" (mpirun --tag-output) and " 0: " / "12: " (srun --label).
@@ -119,7 +120,7 @@ def finite_number(token):
     if not any(c in text for c in ".eE"):
         return int(text), None
     value = float(text)
-    if value != value or value in (float("inf"), float("-inf")):
+    if math.isnan(value) or math.isinf(value):
         return None, "not finite"
     return value, None
 

@@ -194,8 +194,8 @@ def check_seconds(document, check):
     if isinstance(check.get("seconds"), (int, float)):
         return check["seconds"]
     entries = (document.get("raw") or {}).get(raw_owner(document, check)) or {}
-    found = [entries[k]["seconds"] for k in check.get("raw") or [] if isinstance((entries.get(k) or {}).get("seconds"),
-                                                                                  (int, float))]
+    found = [(entries.get(k) or {}).get("seconds") for k in check.get("raw") or []]
+    found = [v for v in found if isinstance(v, (int, float))]
     return round(sum(found), 3) if found else None
 
 

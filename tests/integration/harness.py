@@ -1,5 +1,4 @@
 """Run real ansible-playbook against a simulated cluster on real Slurm, and read what it wrote."""
-import json
 import os
 import subprocess
 import sys

@@ -62,8 +62,8 @@ def test_replaying_the_demo_gives_the_same_verdict_without_a_cluster(demo, tmp_p
     assert _final_message(live_log).startswith("7 of 16 node(s) failed acceptance: gpu003, gpu006, gpu009, gpu011, "
                                                "gpu012, gpu014, gpu016")
     # The demo's seven faults, each on its node and stage, and nothing else on a node.
-    assert set(n for n, _s in _failed_pairs(live) if n != "(cluster)") == {"gpu003", "gpu006", "gpu009", "gpu011", "gpu012",
-                                                            "gpu014", "gpu016"}
+    faulty = {"gpu003", "gpu006", "gpu009", "gpu011", "gpu012", "gpu014", "gpu016"}
+    assert set(n for n, _s in _failed_pairs(live) if n != "(cluster)") == faulty
 
 
 def test_the_demo_summary_counts_each_failed_node_once(demo):

@@ -26,8 +26,8 @@ def test_a_stage_with_only_skips_is_skip_and_not_failed():
 def test_stage_failed_nodes_reads_states_of_this_run_only():
     hostvars = {
         "a": {"collect_node_state": _run_state.fold_stage({}, "topology", [check("topology", "a", "fail")], run_id="r")},
-        "b": {"ansible_facts": {"collect_node_state": _run_state.fold_stage({}, "topology", [check("topology", "b", "error")],
-                                                                              run_id="r")}},
+        "b": {"ansible_facts": {"collect_node_state": _run_state.fold_stage(
+            {}, "topology", [check("topology", "b", "error")], run_id="r")}},
         "c": {"collect_node_state": _run_state.fold_stage({}, "topology", [check("topology", "c", "fail")], run_id="old")},
         "d": {},
     }

@@ -1,7 +1,7 @@
 """judge_stage: tool failures become errors naming the tool, outputs are judged, state accumulates."""
 import pytest
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils import _stages
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state, _stages
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._cluster import judge_cluster
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import load_profile
 from conftest import FIXTURES
@@ -147,11 +147,11 @@ def test_a_state_from_another_run_is_dropped_and_the_new_one_carries_this_run():
 
 
 def test_state_of_run_accepts_only_this_runs_dicts():
-    assert _stages.state_of_run({"run_id": "a", "stages": {}}, "a") == {"run_id": "a", "stages": {}}
-    assert _stages.state_of_run({"run_id": "a"}, "b") == {}
-    assert _stages.state_of_run({"stages": {}}, "b") == {}
-    assert _stages.state_of_run({"stages": {}}, "") == {"stages": {}}
-    assert _stages.state_of_run(None, "") == {} and _stages.state_of_run("x", "a") == {}
+    assert _run_state.state_of_run({"run_id": "a", "stages": {}}, "a") == {"run_id": "a", "stages": {}}
+    assert _run_state.state_of_run({"run_id": "a"}, "b") == {}
+    assert _run_state.state_of_run({"stages": {}}, "b") == {}
+    assert _run_state.state_of_run({"stages": {}}, "") == {"stages": {}}
+    assert _run_state.state_of_run(None, "") == {} and _run_state.state_of_run("x", "a") == {}
 
 
 def test_a_collector_that_did_not_start_says_why_in_each_missing_tool():
