@@ -205,6 +205,7 @@ def _q_view(position, gpu):
         "product_name": gpu.get("product_name"),
         "ecc_vol_unc": _num(vol.get("uncorrectable_total")),
         "ecc_agg_unc": _num(agg.get("uncorrectable_total")),
+        "ecc_repair": sorted(k for k, v in (ecc.get("repair") or {}).items() if v),
         "ecc_vol_corr": _num(vol.get("correctable_total")),
         "retired_sbe": _num(retired.get("single_bit")),
         "retired_dbe": _num(retired.get("double_bit")),
@@ -364,9 +365,11 @@ def judge_gpu_health(smi_q, smi_csv, xid, profile, window=None, clock=None):
     views = []
     if not q_ok and not csv_ok:
         if smi_q is None and smi_csv is None:
+            # Neither was captured (a replayed set with the kernel log only): nothing to judge,
+            # not a finding. (Live, a tool that printed nothing is an error before this.)
             results.append(check_result(
-                "gpu.parse", ERROR, "%s and %s: no output was collected" % (TOOL_Q, TOOL_CSV),
-                {"tool": TOOL_Q}))
+                "gpu.parse", SKIP, "%s and %s were not captured: the GPUs' state was not judged"
+                % (TOOL_Q, TOOL_CSV), {"tool": TOOL_Q}))
     else:
         views = _gpu_views(smi_q if q_ok else None, smi_csv if csv_ok else None)
         results.extend(_judge_count(views, profile, smi_q if q_ok else None, smi_csv if csv_ok else None))
@@ -429,6 +432,10 @@ def _judge_model(views, profile):
         return []
     regex = re.compile(pattern)
     results = []
+    if views and all(v.get("product_name") is None for v in views):
+        # A fragment (nvidia-smi -q -d ECC, PAGE_RETIREMENT ...) carries no Product Name at all.
+        return [check_result("gpu.model", SKIP, "the output shows no product name (a section of -q only): "
+                             "the GPU model was not judged", {"pattern": pattern}, tool=views[0]["tool"])]
     for view in views:
         name = view.get("product_name")
         if name is None:
@@ -463,6 +470,14 @@ def _judge_ecc(views, profile):
             results.append(check_result("gpu.ecc", ERROR, "%s ECC counts cannot be trusted: %s"
                                         % (name, "; ".join(problems)), {"problems": problems}, label,
                                         evidence=_ev(view, "ecc_uncorrectable"), tool=view["tool"]))
+            continue
+        if view.get("ecc_repair"):
+            # Blackwell-era drivers: a memory repair waiting for a reset, or memory it cannot repair.
+            flags = view["ecc_repair"]
+            advice = "replace the GPU" if any(f.startswith("Unrepairable") for f in flags) else "reset it before use"
+            results.append(check_result("gpu.ecc", FAIL, "%s reports %s: Yes (%s)" % (name, " and ".join(flags), advice),
+                                        {"flags": flags}, label, evidence=_ev(view, "ecc_uncorrectable"),
+                                        tool=view["tool"]))
             continue
         if vol is None and agg is None:
             unknown.append(view)

@@ -13,6 +13,8 @@ Checks (each with the printed lines it rests on as evidence):
 - driver_version   the driver every GPU row reports (vs check_preflight_expected_driver)
 - gpu_list         nvidia-smi -L lists the GPUs; a GPU it cannot reach ("Unable to determine
                    the device handle for GPU <bus id>: GPU is lost") fails
+- dcgm_version     dcgmi -v: the DCGM version, and the host engine's where it shows it (dcgmi and a
+                   host engine of another version do not work together: fail)
 - versions         a version output that cannot be read (reported next to what could be)
 
 Metrics: driver_version, vbios_version, nic_firmware, dcgm_version (uniformity); gpu_count and
@@ -150,12 +152,7 @@ def judge_preflight_stage(outputs, profile, options):
         if "gpu_count" not in metrics and "nvidia-smi-list" in identity:
             metrics["gpu_count"] = identity["nvidia-smi-list"]["count"]
     if outputs.get("dcgmi-version") is not None:
-        match = _DCGMI_VERSION.search(outputs["dcgmi-version"])
-        if match:
-            metrics["dcgm_version"] = match.group(1)
-        else:
-            checks.append(check_result("versions", ERROR, "dcgmi -v: no 'Version :' line in its output",
-                                       evidence=outputs["dcgmi-version"].splitlines()[:6], tool="dcgmi-version"))
+        _dcgm_versions(outputs["dcgmi-version"], checks, metrics)
     if outputs.get("ibstat-versions") is not None:
         ib = parse_ibstat(outputs["ibstat-versions"])
         if ib["errors"]:
@@ -166,3 +163,33 @@ def judge_preflight_stage(outputs, profile, options):
         if ib["cas"]:
             metrics["nic_firmware"] = ",".join(sorted(set(str(ca.get("firmware")) for ca in ib["cas"])))
     return checks, metrics
+
+
+def _dcgm_versions(text, checks, metrics):
+    """dcgmi -v prints its own build ("Local build info:" in 3.x/4.x) and the host engine's."""
+    found, section = {}, "local"
+    lines = text.splitlines()
+    evidence = []
+    for line in lines:
+        if line.strip().lower().startswith("hostengine build info"):
+            section = "hostengine"
+        match = _DCGMI_VERSION.match(line)
+        if match and section not in found:
+            found[section] = match.group(1)
+            evidence.append(line.strip())
+    if not found:
+        checks.append(check_result("versions", ERROR, "dcgmi -v: no 'Version :' line in its output",
+                                   evidence=lines[:6], tool="dcgmi-version"))
+        return
+    local = found.get("local") or found.get("hostengine")
+    metrics["dcgm_version"] = local
+    engine = found.get("hostengine")
+    if engine and engine != local:
+        checks.append(check_result("dcgm_version", FAIL, "dcgmi %s talks to a DCGM host engine %s: the versions must "
+                                   "match (restart nv-hostengine from the installed DCGM)" % (local, engine),
+                                   {"found": local, "hostengine": engine}, component="dcgm", evidence=evidence,
+                                   tool="dcgmi-version"))
+    else:
+        checks.append(check_result("dcgm_version", PASS, "DCGM %s%s" % (
+            local, " (host engine %s)" % engine if engine else ""), {"found": local, "hostengine": engine},
+            component="dcgm", evidence=evidence, tool="dcgmi-version"))

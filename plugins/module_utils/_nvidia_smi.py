@@ -74,7 +74,9 @@ def _finite(value):
 # --------------------------------------------------------------------------------------------
 
 # "memory.total [MiB]" -> ("memory.total", "MiB"); field names are dotted lower-case words.
-_CSV_HEADER_CELL = re.compile(r"^([a-z_][a-z0-9_.]*)(?:\s*\[([^\]]*)\])?$")
+# Field names are lower case with dots, but some are camel case as nvidia-smi prints them
+# (pci.baseClass, encoder.stats.sessionCount, fabric.cliqueId).
+_CSV_HEADER_CELL = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)(?:\s*\[([^\]]*)\])?$")
 # A whole cell that is a number, optionally followed by a unit ("81559 MiB", "35 %", "700.00 W").
 _CSV_NUMBER = re.compile(r"^([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s*([A-Za-z%/]+))?$")
 # Words nvidia-smi prints for a number that is not finite: never a value.
@@ -561,6 +563,10 @@ def _ecc(node):
     agg = errors.get("Aggregate")
     if agg is not None and agg.get("SRAM Threshold Exceeded") is not None:
         ecc["aggregate"]["sram_threshold_exceeded"] = _bool(agg.text("SRAM Threshold Exceeded"))
+    repair = dict((child.name, _bool(child.value)) for child in errors.order
+                  if child.name.endswith("Repair Pending") or child.name.startswith("Unrepairable"))
+    if repair:
+        ecc["repair"] = repair   # e.g. {"Channel Repair Pending": False, "Unrepairable Memory": False}
     sources = errors.get("Aggregate Uncorrectable SRAM Sources")
     if sources is not None:
         ecc["aggregate_uncorrectable_sram_sources"] = dict(
@@ -776,7 +782,13 @@ def _rule(area, leaf):
     """The check a -q leaf's value must pass: 'count', 'flag', 'temperature', 'bus_id' or None."""
     name = leaf.name
     if area == "ecc":
-        return None if "Threshold" in name else "count"
+        if "Threshold" in name:
+            return None
+        # Drivers 590+ add repair state to ECC Errors: "Channel Repair Pending : No",
+        # "TPC Repair Pending : No", "Unrepairable Memory : No" are flags, not counts.
+        if name.endswith("Pending") or name.startswith("Unrepairable"):
+            return "flag"
+        return "count"
     if area == "retired_pages":
         return "flag" if name.startswith("Pending") else "count"
     if area == "remapped_rows":

@@ -210,10 +210,35 @@ def test_driver_branch(h100):
 
 # ------------------------------------------------------------------------------ error inputs
 
-def test_nothing_collected_is_error(h100):
+def test_nothing_captured_is_never_a_pass(h100):
+    # None is "not captured" (a replayed set); live, a tool that printed nothing is an error
+    # before the judge runs (_stages).
     results = judge_gpu_health(None, None, None, h100)
-    assert [r["status"] for r in results if r["check"] == "gpu.parse"] == ["error"]
+    assert [r["status"] for r in results if r["check"] == "gpu.parse"] == ["skip"]
+    assert "not captured" in [r for r in results if r["check"] == "gpu.parse"][0]["message"]
     assert all(r["status"] in ("error", "skip") for r in results)
+
+
+def test_a_section_of_q_judges_what_it_shows_and_skips_the_model(h100):
+    text = (FIXTURES / "captured" / "azure_nd_8gpu_page_retirement_fragment_nhc" / "nvidia-smi-q.txt").read_text()
+    results = judge_gpu_health(parse_nvidia_smi_q(text), None, None, h100)
+    (model,) = _by_check(results, "gpu.model")
+    assert model["status"] == "skip" and "no product name" in model["message"]
+    assert [r["status"] for r in _by_check(results, "gpu.retired_pages")] == ["pass"]
+
+
+def test_blackwell_repair_flags_are_flags_and_a_yes_fails(h100):
+    text = (FIXTURES / "captured" / "h200_1gpu_590_idle_exporter" / "nvidia-smi-q.txt").read_text()
+    parsed = parse_nvidia_smi_q(text)
+    assert parsed["errors"] == []
+    assert parsed["gpus"][0]["ecc"]["repair"] == {"Channel Repair Pending": False, "TPC Repair Pending": False,
+                                                  "Unrepairable Memory": False}
+    one_gpu = dict(h100, gpus_per_node=1, gpu_name_pattern="H200")
+    assert [r["status"] for r in _by_check(judge_gpu_health(parsed, None, None, one_gpu), "gpu.ecc")] == ["pass"]
+    bad = parse_nvidia_smi_q(text.replace("Unrepairable Memory                            : No",
+                                          "Unrepairable Memory                            : Yes"))
+    (ecc,) = _by_check(judge_gpu_health(bad, None, None, one_gpu), "gpu.ecc")
+    assert ecc["status"] == "fail" and "Unrepairable Memory: Yes (replace the GPU)" in ecc["message"]
 
 
 def test_unreadable_smi_is_error_never_pass(h100):

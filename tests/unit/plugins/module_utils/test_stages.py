@@ -159,3 +159,18 @@ def test_a_collector_that_did_not_start_says_why_in_each_missing_tool():
     state = _stages.judge_stage({}, "gpu_health", why, A100, node="n")
     assert len(state["last"]["checks"]) == 5   # one per tool of the stage
     assert all(c["message"].endswith("no output collected (%s)" % why["errors"][0]) for c in state["last"]["checks"])
+
+
+def test_dcgmi_version_is_judged_and_a_host_engine_of_another_version_fails():
+    text = fixture("captured/p100_dcgmi_version_470_dcgm314/dcgmi-version.txt")
+    record = {"output": text, "rc": 0, "seconds": None, "complete": True}
+    state = _stages.judge_stage({}, "preflight", {"tools": {"dcgmi-version": record}, "replay": True}, A100, node="n")
+    (dcgm,) = [c for c in state["last"]["checks"] if c["check"] == "dcgm_version"]
+    assert dcgm["status"] == "pass" and dcgm["message"] == "DCGM 4.7.0 (host engine 4.7.0)"
+    assert state["stages"]["preflight"]["metrics"]["dcgm_version"] == "4.7.0"
+    older = text.replace("Hostengine build info:\nVersion : 4.7.0", "Hostengine build info:\nVersion : 3.3.9")
+    state = _stages.judge_stage({}, "preflight", {"tools": {"dcgmi-version": dict(record, output=older)},
+                                                  "replay": True}, A100, node="n")
+    (dcgm,) = [c for c in state["last"]["checks"] if c["check"] == "dcgm_version"]
+    assert dcgm["status"] == "fail" and "talks to a DCGM host engine 3.3.9" in dcgm["message"]
+    assert dcgm["evidence"] == ["Version : 4.7.0", "Version : 3.3.9"]
