@@ -19,6 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._guard import Guard
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
@@ -80,6 +81,9 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
+        # A worker whose ansible-playbook is gone waits forever for a reader of its result: it
+        # exits instead, and the collector's watchdog on the node then kills the running tool.
+        Guard().start()
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)

@@ -78,6 +78,10 @@ class Guard(object):
             self.groups.discard(pgid)
 
     def start(self):
+        if os.getppid() == 1 and os.getpid() != 1:
+            # Already orphaned: whoever started this is gone and will read nothing.
+            self.kill_all()
+            os._exit(143)
         if self.watched and self._thread is None:
             self._thread = threading.Thread(target=self._watch, name="gpucluster-guard")
             self._thread.daemon = True

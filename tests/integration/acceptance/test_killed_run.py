@@ -30,8 +30,26 @@ def _processes_of(run_dir):
     return found
 
 
+def _workers_of(inventory):
+    """ansible-playbook processes (the killed one's forked workers) still running this inventory."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                argv = handle.read().split(b"\0")
+            with open("/proc/%s/stat" % pid) as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X") and any(a.endswith(b"ansible-playbook") for a in argv) \
+                and str(inventory).encode() in b" ".join(argv):
+            found.append(pid)
+    return found
+
+
 def _hung_tool(run_dir):
-    return [p for p in _processes_of(run_dir) if "dcgmi" in p and "diag" in p]
+    """The fake dcgmi diag process itself (not the shell or collector about to start it)."""
+    return [p for p in _processes_of(run_dir) if "gpusim dcgmi diag" in p]
 
 
 def test_sigkill_leaves_an_incomplete_directory_with_its_outputs_and_no_tool_running(tmp_path):
@@ -46,8 +64,14 @@ def test_sigkill_leaves_an_incomplete_directory_with_its_outputs_and_no_tool_run
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
             # Nobody is left to read the tool's output: the collector's watchdog kills its group.
-            wait_for(lambda: not _processes_of(sim.run_dir), 60,
-                     "every tool and collector of the killed run to be gone")
+            try:
+                wait_for(lambda: not _processes_of(sim.run_dir), 60,
+                         "every tool and collector of the killed run to be gone")
+            except AssertionError as exc:
+                raise AssertionError("%s; still running:\n  %s" % (exc, "\n  ".join(
+                    p[:60] + " ... " + p[-200:] for p in _processes_of(sim.run_dir))))
+            # and the forked Ansible workers do not wait forever for a reader of their results
+            wait_for(lambda: not _workers_of(sim.inventory), 60, "the killed run's Ansible workers to exit")
         finally:
             if proc.poll() is None:
                 proc.kill()
