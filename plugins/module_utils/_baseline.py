@@ -222,7 +222,8 @@ def _from_results(results, run_dir):
             nodes[node]["step_p50"] = median(list(ranks.values()))
     full_busbw, full_nodes = _full_allocation(c for c in results["checks"] if c.get("stage") == "fabric")
     run = dict(results.get("run") or {})
-    run["verdict"] = results.get("verdict")
+    verdict = results.get("verdict")
+    run["verdict"] = verdict.get("status") if isinstance(verdict, dict) else verdict
     return {"nodes": nodes, "status": status, "pairs": _fabric_pairs(results.get("fabric")),
             "full_allocation_busbw": full_busbw, "full_allocation_nodes": full_nodes, "run": run}
 

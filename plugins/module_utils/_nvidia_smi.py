@@ -119,6 +119,12 @@ def _is_text_field(field):
     return field in _CSV_TEXT_FIELDS or any(field.startswith(p) for p in _CSV_TEXT_PREFIXES)
 
 
+def _is_flag_field(field):
+    """Yes/No fields: the known ones and those named like one (...thresholdExceeded, ...Pending)."""
+    last = field.rsplit(".", 1)[-1].lower()
+    return field in _CSV_FLAG_FIELDS or last.endswith(("exceeded", "pending", "occurred"))
+
+
 def _csv_value(field, cell):
     """(typed value, problem) of one CSV cell: None for N/A-like, int/float, text; problem or None.
 
@@ -132,7 +138,7 @@ def _csv_value(field, cell):
         return value, None
     if is_missing(value) or (value.startswith("[") and value.endswith("]")):
         return None, None
-    if field in _CSV_FLAG_FIELDS:
+    if _is_flag_field(field):
         if value.lower() not in _FLAG_WORDS:
             return None, "%s %r is not Yes/No" % (field, value[:60])
         return value, None

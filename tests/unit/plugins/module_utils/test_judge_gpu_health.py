@@ -267,3 +267,11 @@ def test_unreadable_xid_log_is_error(h100):
                         "gpu.xid")
     assert [r["status"] for r in results] == ["error"]
     assert results[0]["message"].startswith("kernel log (Xid): output unreadable:")
+
+
+def test_a_csv_with_driver_590_field_names_is_read_whole():
+    # camel-case field names and the Yes/No ...thresholdExceeded flag (a real exporter's query)
+    text = (FIXTURES / "captured" / "h200_1gpu_590_idle_exporter" / "nvidia-smi-csv.txt").read_text()
+    parsed = parse_nvidia_smi_csv(text)
+    assert parsed["errors"] == [] and len(parsed["gpus"]) == 1
+    assert parsed["gpus"][0]["ecc.errors.uncorrected.aggregate.sram.thresholdExceeded"] == "No"
