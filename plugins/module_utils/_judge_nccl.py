@@ -39,7 +39,7 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names, is_number, profile_get)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
-    GIB, parse_nccl_tests)
+    FAILURE_WORDS, GIB, parse_nccl_tests)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import is_crash_line
 
 # Bound used when a profile sets none: ten times the 1.8 TB/s (both directions together) that
@@ -53,10 +53,8 @@ _INPLACE_UNCHECKED = frozenset(("alltoall", "alltoallv", "sendrecv"))
 _LINE = re.compile(r"^line (\d+): (?:incomplete or garbled table row: )?(.*)$")
 _IMPLAUSIBLE = re.compile(r"implausible value|is not a whole count")
 _CORRECTNESS = re.compile(r"^#wrong is nonzero|^line \d+: Out of bounds values: ")
-_RUN = re.compile(
-    r"Test (?:NCCL|CUDA) failure|Test failure|NCCL failure|Cuda failure|CUDA failure"
-    r"|Invalid number of GPUs|Incompatible NCCL versions|is not supported by this test"
-    r"|exited on signal \d+|Segmentation fault|srun: error:|reported FAILED|more failure lines")
+# The parser's failure lines, and the summary lines it writes about them.
+_RUN = re.compile(FAILURE_WORDS + r"|srun: error:|reported FAILED|more failure lines")
 
 
 def _tool(nccl):

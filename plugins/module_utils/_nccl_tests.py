@@ -48,10 +48,10 @@ _MAX_LISTED = 10
 _RANK_LABEL = re.compile(r"^\[\d+\]\s?")
 _INLINE_LABEL = re.compile(r"\[\d+\]")
 # nccl-tests' own failure messages, then the launchers' words for a rank that died.
-_FAILURE = re.compile(
-    r"(Test (?:NCCL|CUDA) failure|Test failure|NCCL failure|Cuda failure|CUDA failure"
-    r"|Invalid number of GPUs|Incompatible NCCL versions|is not supported by this test"
-    r"|exited on signal \d+|Segmentation fault)")
+FAILURE_WORDS = (r"Test (?:NCCL|CUDA) failure|Test failure|NCCL failure|Cuda failure|CUDA failure"
+                 r"|Invalid number of GPUs|Incompatible NCCL versions|is not supported by this test"
+                 r"|exited on signal \d+|Segmentation fault")
+_FAILURE = re.compile("(%s)" % FAILURE_WORDS)
 _SRUN_TASK = re.compile(r"\btask \d+|Exited with exit code")
 _NCCL_LOG = re.compile(r"\bNCCL (INFO|WARN|TRACE|ABORT)\b")
 _NCCL_VERSION = re.compile(r"(?:^|NCCL INFO )NCCL version (\S+)")
