@@ -39,6 +39,10 @@ _RULES = (
      "slurmctld did not answer"),
     (SCHEDULER, r"Socket timed out on send/recv operation", "slurmctld did not answer"),
     (SCHEDULER, r"Unable to allocate resources", "Slurm refused the allocation"),
+    (SCHEDULER, r"Required node not available|Requested node configuration is not available"
+                r"|job \d+ queued and waiting for resources|Nodes required for job are DOWN",
+     "Slurm cannot run the job on these nodes now (down, drained, reserved or busy)"),
+    (LAUNCHER, r"Task launch for \S+ failed on node", "slurmd could not start the task"),
     (SCHEDULER, r"Unable to create step", "Slurm refused the job step"),
     (SCHEDULER, r"(?:Invalid job id specified|Job/step already completing or completed|Job has been cancelled)",
      "Slurm ended or lost the job"),

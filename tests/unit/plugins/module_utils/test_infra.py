@@ -27,6 +27,10 @@ from conftest import FIXTURES
      "launcher", None),
     ("  0: srun: error: Unable to contact slurm controller (connect failure)", "scheduler", None),
     ("There are not enough slots available in the system to satisfy the 16", "launcher", None),
+    ("srun: Required node not available (down, drained or reserved)", "scheduler", None),
+    ("srun: job 42 queued and waiting for resources", "scheduler", None),
+    ("srun: error: Task launch for StepId=42.0 failed on node gpu005: Communication connection failure",
+     "launcher", "gpu005"),
 ])
 def test_the_launchers_words_name_the_component(text, component, node):
     found = classify_failure("# nThread 1 nGpus 8\n" + text + "\n")
