@@ -32,6 +32,17 @@ defines it; it carries the fixed costs: start-up, pre tasks, cluster play) and t
 bare fan-out's wall ms/host, the target being <= 3 at N = 256. Medians of the repeats, with the
 min-max spread.
 
+``--transport local,ssh,ssh-plain`` adds the SSH columns: the same inventories, but every host is
+reached over real SSH with become (sim/sshnodes.py: one sshd per host on its own loopback address,
+an unprivileged login user, sudo), as on a real cluster. ``ssh`` keeps ansible.cfg's pipelining and
+Ansible's default ControlPersist (one connection per host, reused by every task); ``ssh-plain``
+turns both off (a new SSH connection, key exchange and sudo for every task). Each run gets its own
+ControlPath directory and its masters are closed after it, so no run inherits another's
+connections. CPU is the controller's (ansible and its ssh clients); the nodes' side (sshd, sudo,
+the collector) runs on the same CPUs and shows in the wall time only: sshd's session processes
+exit without reaping theirs, so their time cannot be read back from the listeners. With an SSH
+transport the results go to controller_cost_ssh.md/.json. Needs root, openssh-server and sudo.
+
 ``--collection-root DIR`` measures another copy of the collection (e.g. a patched one under /tmp):
 its playbook and, through a temporary ``ansible_collections`` link, its roles and plugins.
 Where the time goes and what changing it gains: bench/results/controller_cost.analysis.md.
@@ -70,6 +81,12 @@ QUICK_SIZES = (4,)
 TARGET_RATIO = 3.0
 TARGET_N = 256
 MODES = ("bare", "all", "topology")
+TRANSPORTS = ("local", "ssh", "ssh-plain")
+TRANSPORT_LABELS = {
+    "local": "local connection",
+    "ssh": "SSH + sudo, pipelining + ControlPersist",
+    "ssh-plain": "SSH + sudo, no pipelining, no ControlPersist",
+}
 
 
 def _defaults(role):
@@ -84,8 +101,9 @@ def tool_invocations():
     dcgm = _defaults("check_dcgm")
     gpus = _profile_gpus()
     return [
-        ("nvidia-smi", ["--query-gpu=index,name,pci.bus_id,driver_version,vbios_version,serial",
+        ("nvidia-smi", ["--query-gpu=index,name,pci.bus_id,uuid,driver_version,vbios_version,serial",
                         "--format=csv"]),
+        ("nvidia-smi", ["-L"]),
         ("dcgmi", ["-v"]),
         ("ibstat", []),
         ("nvidia-smi", ["topo", "-m"]),
@@ -159,10 +177,24 @@ def make_stubs(work, log=print):
     return stubs, sysfs
 
 
-def write_inventory(path, count, stubs, sysfs):
-    """N local hosts in gpu_nodes, with the stub tools first on the collector's PATH."""
+def host_names(count):
     width = max(3, len(str(count)))
-    hosts = {("gpu%0*d" % (width, i)): None for i in range(1, count + 1)}
+    return ["gpu%0*d" % (width, i) for i in range(1, count + 1)]
+
+
+def _sshnodes():
+    sys.path.insert(0, os.path.join(REPO, "sim"))
+    import sshnodes  # pylint: disable=import-outside-toplevel,import-error
+    return sshnodes
+
+
+def write_inventory(path, count, stubs, sysfs, transport="local", ssh_run=None):
+    """N hosts in gpu_nodes, with the stub tools first on the collector's PATH.
+
+    transport "local": local connections; "ssh" / "ssh-plain": the sshd of sim/sshnodes.py whose
+    run directory is ``ssh_run`` (started for these host names).
+    """
+    hosts = {name: None for name in host_names(count)}
     inventory = {"all": {
         "vars": {"acceptance_profile": PROFILE},
         "children": {
@@ -183,6 +215,18 @@ def write_inventory(path, count, stubs, sysfs):
             },
         },
     }}
+    if transport != "local":
+        sshnodes = _sshnodes()
+        group = inventory["all"]["children"]["gpu_nodes"]
+        group["vars"].update(sshnodes.group_vars(ssh_run, python=sys.executable))
+        addresses = sshnodes.addresses(ssh_run, list(hosts))
+        group["hosts"] = {name: {"ansible_host": addresses[name]} for name in hosts}
+        if transport == "ssh":
+            group["vars"].update({"ansible_pipelining": True,  # ansible.cfg's, and Ansible's default ssh_args
+                                  "ansible_ssh_args": "-C -o ControlMaster=auto -o ControlPersist=60s"})
+        else:
+            group["vars"].update({"ansible_pipelining": False,
+                                  "ansible_ssh_args": "-o ControlMaster=no -o ControlPath=none"})
     with open(path, "w", encoding="utf-8") as handle:
         yaml.safe_dump(inventory, handle, default_flow_style=False, sort_keys=False)
     return path
@@ -221,6 +265,20 @@ def timed(cmd, env, cwd):
     return wall, cpu, proc.returncode, proc.stdout.decode("utf-8", "replace")[-3000:]
 
 
+def _end_sessions(nodes, control_dir, deadline_s=30):
+    """Close this run's ControlPersist masters and wait until the nodes' sessions have ended."""
+    if control_dir and os.path.isdir(control_dir):
+        for name in os.listdir(control_dir):
+            subprocess.run(["ssh", "-O", "exit", "-o", "ControlPath=" + os.path.join(control_dir, name), "node"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10, check=False)
+    deadline = time.monotonic() + deadline_s
+    listeners = set(p for p in nodes.pids().values() if p)
+    while time.monotonic() < deadline:
+        if not [p for p in nodes.processes() if p not in listeners]:
+            return
+        time.sleep(0.05)
+
+
 def run_mode(mode, inventory, env, root):
     playbook = os.path.join(root, "playbooks", "acceptance.yml")
     if mode == "bare":
@@ -240,8 +298,9 @@ def _stats(values):
             "values": values}
 
 
-def run(sizes=SIZES, repeat=3, forks=(16,), modes=MODES, root=REPO, log=print, keep=False):
-    """Measure every (N, forks, mode) `repeat` times; returns the result dict (see the module doc).
+def run(sizes=SIZES, repeat=3, forks=(16,), modes=MODES, root=REPO, log=print, keep=False,
+        transports=("local",)):
+    """Measure every (N, forks, transport, mode) `repeat` times; returns the result dict (module doc).
 
     repeat: one count for every size, or a sequence with one count per size.
     """
@@ -262,25 +321,22 @@ def run(sizes=SIZES, repeat=3, forks=(16,), modes=MODES, root=REPO, log=print, k
             "ANSIBLE_NOCOLOR": "1",
         })
         for count, count_repeat in zip(sizes, repeats):
-            inventory = write_inventory(os.path.join(work, "hosts-%d.yml" % count), count, stubs, sysfs)
-            for nforks in forks:
-                env = dict(base_env)
-                env["ANSIBLE_FORKS"] = str(nforks)
-                samples = {mode: {"wall": [], "cpu": []} for mode in modes}
-                for rep in range(count_repeat):
-                    for mode in modes:
-                        env["GPUCLUSTER_ARTIFACTS_DIR"] = os.path.join(work, "artifacts", "%d-%d-%s-%d"
-                                                                       % (count, nforks, mode, rep))
-                        wall, cpu, rc, tail = run_mode(mode, inventory, env, root)
-                        if rc != 0:
-                            failures.append({"n": count, "forks": nforks, "mode": mode, "repeat": rep,
-                                             "rc": rc, "output_tail": tail})
-                            log("WARNING: N=%d forks=%d %s exited %d:\n%s" % (count, nforks, mode, rc, tail))
-                        samples[mode]["wall"].append(wall)
-                        samples[mode]["cpu"].append(cpu)
-                        log("N=%-4d forks=%-3d %-9s repeat %d: %7.2f s wall, %7.2f s CPU, %6.1f ms/host"
-                            % (count, nforks, mode, rep + 1, wall, cpu, 1000.0 * wall / count))
-                cells.append(_cell(count, nforks, samples))
+            nodes = None
+            if any(t != "local" for t in transports):
+                nodes = _sshnodes().SSHNodes(os.path.join(work, "ssh-%d" % count), host_names(count))
+                begun = time.perf_counter()
+                nodes.start()
+                log("N=%-4d %d sshd started in %.2f s" % (count, count, time.perf_counter() - begun))
+            try:
+                inventories = dict((t, write_inventory(os.path.join(work, "hosts-%d-%s.yml" % (count, t)), count,
+                                                       stubs, sysfs, t, nodes and nodes.run_dir))
+                                   for t in transports)
+                for nforks in forks:
+                    cells += _measure(count, count_repeat, nforks, modes, transports, inventories, nodes,
+                                      dict(base_env, ANSIBLE_FORKS=str(nforks)), work, root, failures, log)
+            finally:
+                if nodes is not None:
+                    nodes.stop()
     finally:
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -289,6 +345,7 @@ def run(sizes=SIZES, repeat=3, forks=(16,), modes=MODES, root=REPO, log=print, k
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "collection_root": os.path.realpath(root),
         "sizes": list(sizes), "repeat": repeats, "forks": list(forks), "modes": list(modes),
+        "transports": list(transports),
         "stages": list(STAGES),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "ansible_core": _ansible_version(), "loadavg_at_end": list(os.getloadavg())},
@@ -303,6 +360,34 @@ def run(sizes=SIZES, repeat=3, forks=(16,), modes=MODES, root=REPO, log=print, k
     return result
 
 
+def _measure(count, count_repeat, nforks, modes, transports, inventories, nodes, env, work, root, failures, log):
+    """The cells of one (N, forks): every transport and mode, `count_repeat` times, interleaved."""
+    samples = dict((t, dict((m, {"wall": [], "cpu": []}) for m in modes)) for t in transports)
+    for rep in range(count_repeat):
+        for transport in transports:
+            for mode in modes:
+                tag = "%d-%d-%s-%s-%d" % (count, nforks, transport, mode, rep)
+                env["GPUCLUSTER_ARTIFACTS_DIR"] = os.path.join(work, "artifacts", tag)
+                control_dir = None
+                if transport != "local":
+                    # A ControlPath directory per run: no run reuses another's connections.
+                    control_dir = os.path.join(work, "cp", tag)
+                    os.makedirs(control_dir)
+                    env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = control_dir
+                wall, cpu, rc, tail = run_mode(mode, inventories[transport], env, root)
+                if transport != "local":
+                    _end_sessions(nodes, control_dir)
+                if rc != 0:
+                    failures.append({"n": count, "forks": nforks, "transport": transport, "mode": mode,
+                                     "repeat": rep, "rc": rc, "output_tail": tail})
+                    log("WARNING: N=%d forks=%d %s %s exited %d:\n%s" % (count, nforks, transport, mode, rc, tail))
+                samples[transport][mode]["wall"].append(wall)
+                samples[transport][mode]["cpu"].append(cpu)
+                log("N=%-4d forks=%-3d %-9s %-9s repeat %d: %7.2f s wall, %7.2f s CPU, %6.1f ms/host"
+                    % (count, nforks, transport, mode, rep + 1, wall, cpu, 1000.0 * wall / count))
+    return [_cell(count, nforks, samples[t], t) for t in transports]
+
+
 def _ansible_version():
     try:
         from ansible.release import __version__  # pylint: disable=import-outside-toplevel
@@ -311,9 +396,9 @@ def _ansible_version():
         return "unknown"
 
 
-def _cell(count, nforks, samples):
+def _cell(count, nforks, samples, transport="local"):
     """Per-host figures (ms) of one (N, forks): medians and spread of each mode and the derived ones."""
-    cell = {"n": count, "forks": nforks, "modes": {}}
+    cell = {"n": count, "forks": nforks, "transport": transport, "modes": {}}
     per_host = {}
     for mode, data in samples.items():
         wall = [1000.0 * w / count for w in data["wall"]]
@@ -346,7 +431,8 @@ def _cell(count, nforks, samples):
 def _target(cells):
     """The issue's target: per-stage wall ms/host <= 3x the bare fan-out's at N = 256 (forks 16)."""
     for cell in cells:
-        if cell["n"] == TARGET_N and cell["forks"] == 16 and "ratio_stage_to_bare" in cell["derived"]:
+        if cell.get("transport", "local") == "local" and cell["n"] == TARGET_N and cell["forks"] == 16 \
+                and "ratio_stage_to_bare" in cell["derived"]:
             ratio = cell["derived"]["ratio_stage_to_bare"]["median"]
             return {"ratio": round(ratio, 2), "met": ratio <= TARGET_RATIO}
     return {"ratio": None, "met": None}
@@ -380,6 +466,70 @@ def render_table(result):
             _fmt(wall.get("topology")), _fmt(derived.get("ratio_stage_to_bare"), 2),
             _fmt(derived.get("ratio_stage_to_bare_cpu"), 2), cpu))
     return "\n".join(lines)
+
+
+def render_ssh_table(result):
+    """The transports side by side: per host, wall and the controller's CPU."""
+    lines = [
+        "| N | forks | transport | bare raw ms/host | all six stages ms/host | per stage (all/6) ms/host "
+        "| per stage vs local | controller CPU ms/host bare / all |",
+        "|---:|---:|---|---:|---:|---:|---:|---|",
+    ]
+    local = dict(((c["n"], c["forks"]), c) for c in result["cells"] if c.get("transport", "local") == "local")
+    for cell in result["cells"]:
+        modes, derived = cell["modes"], cell["derived"]
+        stage = derived.get("stage_wall_ms_per_host")
+        base = local.get((cell["n"], cell["forks"]), {}).get("derived", {}).get("stage_wall_ms_per_host")
+        versus = "%.2f×" % (stage["median"] / base["median"]) if stage and base else "-"
+
+        def pair(key, modes=modes):
+            return " / ".join("%.1f" % modes[m][key]["median"] if key in modes.get(m, {}) else "-"
+                              for m in ("bare", "all"))
+        lines.append("| %d | %d | %s | %s | %s | %s | %s | %s |" % (
+            cell["n"], cell["forks"], TRANSPORT_LABELS.get(cell.get("transport", "local")),
+            _fmt(modes.get("bare", {}).get("wall_ms_per_host")), _fmt(modes.get("all", {}).get("wall_ms_per_host")),
+            _fmt(stage), versus, pair("cpu_ms_per_host")))
+    return "\n".join(lines)
+
+
+def render_ssh_markdown(result):
+    text = [
+        "# Controller cost of the per-node stages over SSH",
+        "",
+        "Generated by `bench/controller_cost.py --transport %s` on %s (ansible-core %s, Python %s, %s CPUs; "
+        "load average at the end %s). Repeats per size: %s, interleaved (every transport and mode in turn); "
+        "medians with the min–max spread in parentheses. The machine is shared with other work, so wall "
+        "times are noisy; the CPU columns are the steadier figures."
+        % (",".join(result["transports"]), result["date"], result["machine"]["ansible_core"],
+           result["machine"]["python"], result["machine"]["cpus"],
+           ", ".join("%.1f" % x for x in result["machine"]["loadavg_at_end"]),
+           ", ".join("N=%d: %d" % (n, r) for n, r in zip(result["sizes"], result["repeat"]))),
+        "",
+        "The tools are stubs printing outputs captured from the simulated cluster (tool time ≈ 0), as in "
+        "[controller_cost.md](controller_cost.md). *local*: `ansible_connection: local`. *SSH*: every host "
+        "has its own real sshd on its own loopback address (sim/sshnodes.py); Ansible logs in as an "
+        "unprivileged user and becomes root with sudo (`ansible_become: true`), as on a real cluster; "
+        "*pipelining + ControlPersist* are ansible.cfg's and Ansible's defaults (one connection per host "
+        "for the whole run), *no pipelining, no ControlPersist* makes a new connection (key exchange, "
+        "login, sudo) for every task. The per-node stages run their collector like `raw` (no module), so "
+        "pipelining changes nothing in them: the difference is ControlPersist's. The controller and the "
+        "nodes share this machine's %s CPUs, so the "
+        "nodes' work (sshd, sudo, the collector) also slows the controller down here, as it would not on a "
+        "real cluster. *bare* = `ansible -m ansible.builtin.raw -a true`; *all* = "
+        "`playbooks/acceptance.yml --tags` the six per-node stages; *per stage* = all / 6; *per stage vs "
+        "local* = that over the local connection's per stage at the same N. *controller CPU*: ansible and "
+        "all its children (the ssh clients too), not the nodes' side (sshd, sudo, the collector: sshd's "
+        "session processes do not reap theirs, so that time cannot be read back), which shows in the "
+        "wall times only."
+        % result["machine"]["cpus"],
+        "",
+        render_ssh_table(result),
+        "",
+        "Bench runtime: %.0f s." % result["runtime_s"],
+    ]
+    if result["failures"]:
+        text += ["", "**%d run(s) exited non-zero** (see the JSON for their output)." % len(result["failures"])]
+    return "\n".join(text) + "\n"
 
 
 def render_markdown(result):
@@ -433,7 +583,13 @@ def main(argv=None):
     parser.add_argument("--modes", default=",".join(MODES),
                         help="comma-separated runs per cell: bare, all, topology (default all three)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (inventories, stubs, artifacts)")
+    parser.add_argument("--transport", default="local",
+                        help="comma-separated: local, ssh (pipelining + ControlPersist), ssh-plain (neither); "
+                             "default local. With ssh: writes controller_cost_ssh.md/.json")
     args = parser.parse_args(argv)
+    transports = tuple(t for t in args.transport.split(",") if t)
+    if not transports or set(transports) - set(TRANSPORTS):
+        parser.error("--transport: one or more of %s" % ", ".join(TRANSPORTS))
     sizes = tuple(int(s) for s in args.sizes.split(",")) if args.sizes else (QUICK_SIZES if args.quick else SIZES)
     repeat = [int(r) for r in args.repeat.split(",")] if args.repeat else [1 if args.quick else 3]
     if len(repeat) == 1:
@@ -453,16 +609,18 @@ def main(argv=None):
     if unknown:
         parser.error("unknown mode(s): %s" % ", ".join(sorted(unknown)))
     result = run(sizes=sizes, repeat=repeat, forks=forks, modes=modes, root=args.collection_root, log=log,
-                 keep=args.keep)
+                 keep=args.keep, transports=transports)
+    ssh = transports != ("local",)
     out = args.out or (None if args.quick else RESULTS)
     if out:
+        name = "controller_cost_ssh" if ssh else "controller_cost"
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "controller_cost.json"), "w", encoding="utf-8") as handle:
+        with open(os.path.join(out, name + ".json"), "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=1, sort_keys=True)
             handle.write("\n")
-        with open(os.path.join(out, "controller_cost.md"), "w", encoding="utf-8") as handle:
-            handle.write(render_markdown(result))
-    print(render_table(result))
+        with open(os.path.join(out, name + ".md"), "w", encoding="utf-8") as handle:
+            handle.write(render_ssh_markdown(result) if ssh else render_markdown(result))
+    print(render_ssh_table(result) if ssh else render_table(result))
     target = result["target"]
     if target["ratio"] is not None:
         print("ratio per stage / bare at N=%d: %.2f (target <= %.0f: %s)"

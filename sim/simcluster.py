@@ -37,6 +37,12 @@ from pathlib import Path
 
 import yaml
 
+try:
+    import sshnodes  # sim/ is this module's directory (callers put it on sys.path)
+except ImportError:  # pragma: no cover - imported by file path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import sshnodes
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_RUN_ROOT = REPO / ".build" / "sim"
 RUN_ENV = "GPUCLUSTER_SIM_RUN"
@@ -74,6 +80,7 @@ TOP_KEYS = {
     "faults": "list of {kind, node, ...} for the fake tools",
     "health_check": "{program, interval}: Slurm HealthCheckProgram",
     "topology": "generate topology/tree from fabric (default true)",
+    "transport": "how Ansible reaches the nodes: local (default) or ssh (sim/sshnodes.py)",
 }
 REQUIRED_KEYS = ("name", "profile", "nodes")
 NODES_KEYS = ("prefix", "count", "width", "start")
@@ -82,6 +89,7 @@ HEALTH_KEYS = ("program", "interval")
 # nic_gbps: None = the profile's rate (the fake tools check it against the Infiniband rates).
 DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
 DEFAULT_HEALTH_INTERVAL = 15
+TRANSPORTS = ("local", "ssh")
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?$")
@@ -122,6 +130,7 @@ class Spec:
     faults = property(lambda self: self.data["faults"])
     health_check = property(lambda self: self.data["health_check"])
     topology = property(lambda self: self.data["topology"])
+    transport = property(lambda self: self.data.get("transport", "local"))
 
     @property
     def nodes(self):
@@ -324,6 +333,11 @@ def validate_spec(data, path=None):
     if not isinstance(topology, bool):
         fail("topology", "must be true or false, got %s" % _show(topology))
     out["topology"] = topology
+
+    transport = data.get("transport", "local")
+    if transport not in TRANSPORTS:
+        fail("transport", "must be one of %s, got %s" % (", ".join(TRANSPORTS), _show(transport)))
+    out["transport"] = transport
     return Spec(out, path)
 
 
@@ -347,7 +361,10 @@ def inventory(spec, run_dir=None):
     hosts = {}
     for node in spec.nodes:
         host = {"gpucluster_sim_node": node, "slurm_topology_leaf": spec.leaf_name(spec.leaf_index(node))}
-        if node in spec.unreachable:
+        if spec.transport == "ssh":
+            # Its own sshd's address; an unreachable node has none listening there: refused.
+            host.update(sshnodes.host_vars(run_dir, spec.nodes, node))
+        elif node in spec.unreachable:
             # A closed local port: Ansible reports the host UNREACHABLE at once.
             host.update({"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
                          "ansible_ssh_common_args": "-o ConnectTimeout=2 -o ConnectionAttempts=1"})
@@ -363,7 +380,7 @@ def inventory(spec, run_dir=None):
     # Commands the controller runs (srun for the fabric stage): the same tools, the node comes
     # from SLURMD_NODENAME in each task.
     controller_environment = dict((k, v) for k, v in environment.items() if k != "GPUCLUSTER_SIM_NODE")
-    node_vars = dict(local)
+    node_vars = dict(local) if spec.transport == "local" else sshnodes.group_vars(run_dir)
     node_vars.update({
         "acceptance_environment": environment,
         "check_nccl_single_node_binary": "all_reduce_perf",
@@ -694,6 +711,10 @@ class SimCluster:
                                    "port": info.get("port"), "reachable": info.get("reachable", True)}
         expected = [n for n, i in out["slurmd"].items() if i["reachable"]]
         out["running"] = bool(state) and out["slurmctld"]["alive"] and all(out["slurmd"][n]["alive"] for n in expected)
+        ssh = self._ssh()
+        if ssh:
+            out["sshd"] = ssh.status()
+            out["running"] = out["running"] and all(i["alive"] for i in out["sshd"].values() if i["reachable"])
         if out["slurmctld"]["alive"]:
             try:
                 out["nodes"] = self.sinfo(timeout=5)
@@ -702,10 +723,11 @@ class SimCluster:
         return out
 
     # -- start ----------------------------------------------------------------------------------
-    def start(self, health_check=None, topology=None, timeout=30.0):
+    def start(self, health_check=None, topology=None, timeout=30.0, transport=None):
         """Start (or keep) the cluster; return state.json's dict. Idempotent.
 
-        ``health_check``: {program, interval} overriding the spec's; ``topology``: bool overriding it.
+        ``health_check``: {program, interval} overriding the spec's; ``topology``: bool overriding it;
+        ``transport``: 'local' or 'ssh' overriding it (ssh: one sshd per node, sim/sshnodes.py).
         Running with the same configuration: starts only missing slurmds. Otherwise: stop, fresh start.
         """
         if self.spec is None:
@@ -716,12 +738,14 @@ class SimCluster:
             if not (SLURM_SBIN / tool).exists():
                 raise SimError("%s is not installed: run tools/install-system-deps.sh" % (SLURM_SBIN / tool))
         spec = self.spec
-        if health_check is not None or topology is not None:
+        if health_check is not None or topology is not None or transport is not None:
             data = json.loads(json.dumps(spec.data))
             if health_check is not None:
                 data["health_check"] = health_check or None
             if topology is not None:
                 data["topology"] = bool(topology)
+            if transport is not None:
+                data["transport"] = transport
             spec = self.spec = validate_spec(data, spec.path)
         # slurmd makes unix sockets <spool>/<node>/<node>_<job>.<step> (at most 107 bytes).
         longest = max(len(n) for n in spec.nodes)
@@ -790,6 +814,15 @@ class SimCluster:
             time.sleep(0.02)
         self._start_slurmds(state, spec.reachable, deadline)
         _write(self.state_file, json.dumps(state, indent=2) + "\n")
+        if spec.transport == "ssh":
+            ssh = sshnodes.SSHNodes(run, spec.nodes, spec.unreachable)
+            state["ssh"] = ssh.state()  # in state.json first: stop finds what a failed start left
+            _write(self.state_file, json.dumps(state, indent=2) + "\n")
+            try:
+                state["ssh"] = ssh.start(deadline)
+            except sshnodes.SSHNodeError as exc:
+                raise SimError("sshd: %s" % exc) from None
+            _write(self.state_file, json.dumps(state, indent=2) + "\n")
         self._wait_nodes(spec, deadline, fresh=True)
         return state
 
@@ -799,7 +832,20 @@ class SimCluster:
         if missing:
             self._start_slurmds(state, missing, time.monotonic() + 15)
             _write(self.state_file, json.dumps(state, indent=2) + "\n")
+        ssh = self._ssh()
+        if ssh:
+            try:
+                state["restarted_sshd"] = ssh.start_missing()
+            except sshnodes.SSHNodeError as exc:
+                raise SimError("sshd: %s" % exc) from None
+            state["ssh"] = ssh.state()
+            _write(self.state_file, json.dumps(state, indent=2) + "\n")
         return missing
+
+    def _ssh(self):
+        """The nodes' sshd (sim/sshnodes.py) when this run has them, else None."""
+        state = self.state().get("ssh")
+        return sshnodes.SSHNodes.from_state(self.run_dir, state) if state else None
 
     def _start_slurmds(self, state, nodes, deadline):
         for node in nodes:
@@ -948,6 +994,12 @@ class SimCluster:
         Returns {'stopped': [pids], 'killed': [pids], 'munge_stopped': bool, 'seconds': float}.
         """
         t0 = time.monotonic()
+        ssh = self._ssh()
+        # First the nodes' sshd, their sessions and what runs under them (collectors, tools).
+        try:
+            ssh_result = ssh.stop(timeout) if ssh else {"stopped": [], "killed": []}
+        except sshnodes.SSHNodeError as exc:
+            raise SimError("stopping the nodes' sshd: %s" % exc) from None
         pids = self._daemon_pids()
         daemons = [p for p in [pids["slurmctld"], *pids["slurmd"].values()] if p]
         daemons += [p for p in self._stray_daemons() if p not in daemons]
@@ -972,10 +1024,13 @@ class SimCluster:
             state["slurmctld"]["pid"] = None
             for info in state.get("slurmd", {}).values():
                 info["pid"] = None
+            for info in state.get("ssh", {}).get("nodes", {}).values():
+                info["pid"] = None
             state["stopped"] = True
             _write(self.state_file, json.dumps(state, indent=2) + "\n")
         munge_stopped = stop_munge() if all else False
-        return {"stopped": daemons, "killed": left + strays, "munge_stopped": munge_stopped,
+        return {"stopped": ssh_result["stopped"] + daemons, "killed": ssh_result["killed"] + left + strays,
+                "munge_stopped": munge_stopped,
                 "seconds": round(time.monotonic() - t0, 3)}
 
     def _step_pids(self):

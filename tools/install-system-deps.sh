@@ -13,6 +13,7 @@ PACKAGES=(
   slurm-client
   munge
   openssh-client   # unreachable nodes in the sim inventory: Ansible connects over ssh to a closed port
+  openssh-server sudo   # transport: ssh specs: one sshd per simulated node (own configs; the system sshd is not used)
   shellcheck       # ansible-test sanity lints the collection's shell scripts with it
   dpkg-dev         # dpkg-scanpackages: the provisioning tests' local apt repository
   libopenmpi-dev openmpi-bin   # nccl-tests stand-in built with MPI=1 in the provisioning tests

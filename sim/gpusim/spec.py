@@ -16,7 +16,7 @@ import re
 from . import hardware
 
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
-            "faults", "health_check", "topology")
+            "faults", "health_check", "topology", "transport")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
 DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
@@ -301,6 +301,10 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
                      for i, f in enumerate(faults)]
     out["health_check"] = data.get("health_check")
     out["topology"] = data.get("topology", True)
+    # How Ansible reaches the nodes (sim/sshnodes.py); the tools behave the same either way.
+    out["transport"] = data.get("transport", "local")
+    if out["transport"] not in ("local", "ssh"):
+        fail("transport", "must be local or ssh, got %s" % _show(out["transport"]))
     return Spec(out, path)
 
 

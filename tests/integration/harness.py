@@ -146,3 +146,22 @@ def wait_for(condition, timeout, what, interval=0.2):
 
 def run_dirs(artifacts):
     return sorted(p for p in Path(artifacts).iterdir() if p.is_dir()) if Path(artifacts).exists() else []
+
+
+def ssh_nodes(sim):
+    """The nodes' sshd of a SimRun started with ``transport: ssh`` (sim/sshnodes.py)."""
+    import sshnodes  # noqa: E402  (sim/ is on sys.path, above)
+    state = sim.cluster.state()
+    assert state.get("ssh"), "%s was not started with transport: ssh" % sim.run_dir
+    return sshnodes.SSHNodes.from_state(sim.run_dir, state["ssh"])
+
+
+def without_node_python(inventory, interpreter="/nonexistent/python3"):
+    """Point the GPU nodes' ansible_python_interpreter at nothing (the controller keeps its own).
+
+    A module task on a node then fails ("not found"); tasks that run like raw do not notice.
+    """
+    data = yaml.safe_load(Path(inventory).read_text())
+    data["all"]["children"]["gpu_nodes"]["vars"]["ansible_python_interpreter"] = interpreter
+    Path(inventory).write_text(yaml.safe_dump(data, sort_keys=False))
+    return inventory
