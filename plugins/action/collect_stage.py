@@ -19,7 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._guard import Guard
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._guard import Guard, kill_children
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
@@ -68,7 +68,13 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: stage %s: %s" % (args["stage"], exc))
         # As raw does: no shell wrapper of our own (the command quotes itself), become if asked.
-        run = self._low_level_execute_command(command, executable=False)
+        try:
+            run = self._low_level_execute_command(command, executable=False)
+        except BaseException:
+            # The task's timeout (or an abort) leaves the connection's process running, and with it
+            # the node's session and tool: end it, so the node hangs up on the collector.
+            kill_children()
+            raise
         stdout, rc = to_text(run.get("stdout", "")), run.get("rc")
         stderr = to_text(run.get("stderr", "")).strip()
         # rc is the collector's, not a verdict: the checks in the state carry the verdict.
@@ -82,8 +88,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         # A worker whose ansible-playbook is gone waits forever for a reader of its result: it
-        # exits instead, and the collector's watchdog on the node then kills the running tool.
-        Guard().start()
+        # ends its connection (the ssh client or local shell) and exits instead; the collector on
+        # the node is hung up on, or its watchdog sees its parents gone, and kills the running tool.
+        Guard(on_gone=kill_children).start()
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)

@@ -57,6 +57,43 @@ def ancestors(pid=None, limit=_LIMIT):
     return found
 
 
+def children(pid=None):
+    """The pids whose parent is pid (default: this process)."""
+    pid = os.getpid() if pid is None else pid
+    found = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields and fields[1] == str(pid) and fields[0] not in ("Z", "X"):
+                found.append(int(entry))
+    return found
+
+
+def kill_children(grace=2.0):
+    """SIGTERM, then SIGKILL, this process's children (an ssh client, a local shell).
+
+    Ending the ssh client ends the node's session: the collector there is hung up on and kills its
+    tool's process group (and its watchdog does when the session's processes are gone).
+    """
+    pids = children()
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.time() + grace
+        while sig == signal.SIGTERM and time.time() < deadline and any(alive(p) for p in pids):
+            time.sleep(0.05)
+        pids = [p for p in pids if alive(p)]
+        if not pids:
+            break
+
+
 class Guard(object):
     """A daemon thread that kills the registered process groups once an ancestor is gone."""
 

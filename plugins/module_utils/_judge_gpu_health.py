@@ -400,7 +400,8 @@ def _judge_count(views, profile, smi_q, smi_csv):
     layout = profile_layout(profile)
     source = "the %s layout" % profile_get(profile, "name", "profile")
     if found == expected:
-        message = "%s shows %d GPUs, as expected: %s" % (tool_name, found, join_names(present) or "no bus ids")
+        # (the bus ids are in the metrics: the cross-check of tools and peers reads them there)
+        message = "%s shows %d GPUs, as expected%s" % (tool_name, found, "" if present else ", without bus ids")
         named = name_missing(present, layout, expected) if layout else None
         if named and named["reason"]:
             return [warning_result("gpu.count", "%s; their bus ids are not %s (%s), so a missing GPU on "

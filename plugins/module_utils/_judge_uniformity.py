@@ -120,9 +120,10 @@ def judge_uniformity(values_by_node, field, check=None):
             metrics = {"field": field, "value": value, "expected": top_value,
                        "nodes_with_expected": top_count, "nodes": total}
             if value == top_value:
+                # A pass's message says it all; one line per node of thousands stays short.
                 results.append(check_result(
                     check, PASS, "%s %s %s matches %d of %d nodes"
-                    % (node, label, value, top_count, total), metrics, node))
+                    % (node, label, value, top_count, total), {"value": value}, node))
             else:
                 results.append(check_result(
                     check, FAIL, "%s %s %s differs from %s on %d of %d nodes"
@@ -191,5 +192,5 @@ def judge_peers(metric_by_node, check, label, unit="", low_is_bad=True, k=3.5,
             results.append(check_result(
                 check, PASS, "%s %s %s%s is within the peer range (cluster median %s%s, %d %% %s)"
                 % (node, label, fmt_num(value), unit_txt, fmt_num(center), unit_txt, pct,
-                   direction), metrics, node))
+                   direction), {"value": value, "median": center, "rel_diff": rel}, node))
     return results

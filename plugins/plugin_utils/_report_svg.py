@@ -136,25 +136,32 @@ def heatmap(fabric):
     if not every_cell:  # one grey square under the tested pairs keeps a big, sparse page small
         svg.append('<rect class="untested-background" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
                    % (label_w, top, grid, grid, NOT_TESTED))
-    for i, first in enumerate(names):
-        for j, second in enumerate(names):
-            value = pairs.get(tuple(sorted((first, second)))) if i != j else None
-            if not every_cell and not is_number(value):
-                continue
-            if i == j:
-                fill, title, klass = "#ffffff", first, "cell diag"
-            elif is_number(value):
-                share = value / reference if reference else 1.0
-                fill = ramp(share)
-                title = "%s \u2194 %s: %.1f GB/s (%d %% of %s)" % (
-                    first, second, value, round(100 * share), fabric["reference_source"])
-                klass = "cell low" if share < LOW_SHARE else "cell"
-            else:
-                fill, title, klass = NOT_TESTED, "%s \u2194 %s: not tested" % (first, second), "cell untested"
-            svg.append('<rect class="%s" x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#ffffff" '
-                       'stroke-width="%s" data-a="%s" data-b="%s"%s><title>%s</title></rect>'
-                       % (klass, label_w + j * cell, top + i * cell, cell, cell, fill, "0.5" if cell > 6 else "0",
-                          esc(first), esc(second), ' data-busbw="%.2f"' % value if is_number(value) else "", esc(title)))
+    if every_cell:
+        cells = [(i, j) for i in range(len(names)) for j in range(len(names))]
+    else:  # only the tested pairs: walking every cell of thousands of nodes is quadratic
+        index = dict((n, i) for i, n in enumerate(names))
+        cells = set()
+        for (first, second), value in pairs.items():
+            if first in index and second in index and first != second and is_number(value):
+                cells.update(((index[first], index[second]), (index[second], index[first])))
+        cells = sorted(cells)
+    for i, j in cells:
+        first, second = names[i], names[j]
+        value = pairs.get(tuple(sorted((first, second)))) if i != j else None
+        if i == j:
+            fill, title, klass = "#ffffff", first, "cell diag"
+        elif is_number(value):
+            share = value / reference if reference else 1.0
+            fill = ramp(share)
+            title = "%s \u2194 %s: %.1f GB/s (%d %% of %s)" % (
+                first, second, value, round(100 * share), fabric["reference_source"])
+            klass = "cell low" if share < LOW_SHARE else "cell"
+        else:
+            fill, title, klass = NOT_TESTED, "%s \u2194 %s: not tested" % (first, second), "cell untested"
+        svg.append('<rect class="%s" x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#ffffff" '
+                   'stroke-width="%s" data-a="%s" data-b="%s"%s><title>%s</title></rect>'
+                   % (klass, label_w + j * cell, top + i * cell, cell, cell, fill, "0.5" if cell > 6 else "0",
+                      esc(first), esc(second), ' data-busbw="%.2f"' % value if is_number(value) else "", esc(title)))
     for i in range(1, count):  # leaf boundaries
         if leaf[names[i]] != leaf[names[i - 1]]:
             pos = i * cell
@@ -267,6 +274,7 @@ def curves(view):
 
 def _step_panel(svg, rows, phase, left, top, width, height):
     present = [r for r in rows if (phase, "50") in r["values"]]
+    drawn = set(id(r) for r in present)  # (a list lookup per row is quadratic at thousands of ranks)
     values = [v for r in present for (p, _q), v in r["values"].items() if p == phase]
     axis = nice_max(max(values) * 1.05 if values else 1.0)
     top_value = axis[0]
@@ -278,7 +286,7 @@ def _step_panel(svg, rows, phase, left, top, width, height):
         return top + height - max(0.0, min(value, top_value)) / top_value * height
 
     for index, row in enumerate(rows):
-        if row not in present:
+        if id(row) not in drawn:
             continue
         x = left + (index + 0.5) * slot
         vals = row["values"]

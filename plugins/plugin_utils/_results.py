@@ -90,7 +90,7 @@ _CHECK_KEYS = ("stage", "node", "check", "status", "message", "component", "evid
 # and small at thousands of nodes (the raw outputs are referenced, never copied); a failure keeps
 # all its evidence lines (_judge_common.EVIDENCE_LINES).
 PASS_EVIDENCE_LINES = 1
-PASS_EVIDENCE_WIDTH = 100
+PASS_EVIDENCE_WIDTH = 80
 # Significant digits kept of a metric (a MAD of 1.947499999999991 is 1.9475).
 DIGITS = 6
 

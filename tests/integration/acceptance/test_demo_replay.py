@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 from harness import REPO, ansible_env, playbook, run_dirs, validated_results
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report_view
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +63,12 @@ def test_replaying_the_demo_gives_the_same_verdict_without_a_cluster(demo, tmp_p
     assert _final_message(live_log).startswith("7 of 16 node(s) failed acceptance: gpu003, gpu006, gpu009, gpu011, "
                                                "gpu012, gpu014, gpu016")
     # The demo's seven faults, each on its node and stage, and nothing else on a node.
+    # report.html: the same page but for the run's own header (id, times, "replay of")
+    live_view, replay_view = _report_view.build_view(live), _report_view.build_view(replay.results)
+    for section in ("nodes", "fabric", "rounds", "curves", "workload"):
+        assert replay_view[section] == live_view[section], section
+    assert live_view["fabric"]["state"] == live_view["rounds"]["state"] == live_view["workload"]["state"] == "ok"
+    assert (replay.dir / "report.html").stat().st_size > 0
     faulty = {"gpu003", "gpu006", "gpu009", "gpu011", "gpu012", "gpu014", "gpu016"}
     assert set(n for n, _s in _failed_pairs(live) if n != "(cluster)") == faulty
 
