@@ -168,3 +168,28 @@ def test_a_stopped_sshd_is_a_transport_error_and_start_brings_it_back(four):
     assert state["restarted_sshd"] == ["gpu003"]
     again = four.acceptance("--tags", "preflight", "-e", SHORT)
     assert ("gpu003", "preflight") not in again.bad() and ("gpu001", "preflight") not in again.bad()
+
+
+def test_a_playbook_killed_outright_leaves_nothing_on_the_ssh_node(four):
+    # dcgmi -v hangs in preflight (its timeout is 300 s here): kill ansible-playbook itself.
+    proc = playbook_started(four.inventory, four.artifacts, "--tags", "preflight",
+                            "-e", '{"check_preflight_timeout": 300}')
+    try:
+        wait_for(lambda: _tool_processes(four.nodes, "gpu002", "gpusim dcgmi -v"), 120, "gpu002's dcgmi -v to hang")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        # its worker ends the ssh client, the node hangs up on the collector, the tool goes
+        wait_for(lambda: four.nodes.node_processes("gpu002", sessions=False) == [], 60,
+                 "gpu002 to have no process left after ansible-playbook was killed")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_collect_task_past_its_own_timeout_leaves_nothing_on_the_ssh_node(four):
+    # The task's timeout (5 tools x 60 s + margin = 15 s) fires long before the tool's own 60 s.
+    run = four.acceptance("--tags", "preflight", "-e", '{"check_preflight_timeout": 60, "collect_task_margin": -285}')
+    checks = [c for c in run.bad_checks("gpu002") if c["stage"] == "preflight"]
+    assert checks and all(c["status"] == "error" for c in checks), checks
+    wait_for(lambda: four.nodes.node_processes("gpu002", sessions=False) == [], 30,
+             "gpu002 to have no process left after its task timed out")
