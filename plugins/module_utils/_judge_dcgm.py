@@ -76,13 +76,17 @@ def _evidence(diag, test):
 def _fail_result(diag, test):
     name = test.get("name") or test.get("key") or "?"
     gpu_results = test.get("gpu_results") or {}
-    bad = sorted(g for g, s in gpu_results.items() if s == "fail") or list(test.get("gpus") or [])
-    if bad:
-        where = " on %s" % join_names(_gpu_names(bad))
-    elif test.get("all_gpus"):
-        where = " on all GPUs"
+    bad = sorted(g for g, s in gpu_results.items() if s == "fail")
+    listed = list(test.get("gpus") or [])
+    count = diag.get("gpu_count")
+    if not bad and test.get("all_gpus") and (not listed or (is_number(count) and len(listed) < count)):
+        # "Fail - All" where the GPUs are not all listed (a message names one of them): every
+        # GPU the run tested failed, not the one a message happens to name.
+        bad = list(diag.get("gpu_ids") or [])
+        where = " on all %s GPUs" % count if is_number(count) else " on all GPUs"
     else:
-        where = ""
+        bad = bad or list(test.get("gpus") or [])
+        where = " on %s" % join_names(_gpu_names(bad)) if bad else ""
     message = "%s test '%s' failed%s" % (TOOL, name, where)
     detail = _details(test, bad)
     if detail:

@@ -412,6 +412,12 @@ def _judge_count(views, profile, smi_q, smi_csv):
     extra = ""
     if isinstance(attached, int) and attached != found:
         extra = " (the driver reports %d attached)" % attached
+    if smi_q and smi_q.get("errors") and isinstance(attached, int) and attached >= expected > found:
+        # The driver sees every GPU; the text holds fewer sections because it was cut: the count
+        # of what the text shows is not the node's.
+        return [check_result("gpu.count", ERROR, "%s shows %d GPU section(s) of the %d the driver reports "
+                             "attached: the output is incomplete, the GPUs cannot be counted from it"
+                             % (tool_name, found, attached), metrics, evidence=evidence, tool=tool)]
     named = name_missing(present, layout, expected)
     if found < expected and (named["missing"] or named["unnamed"]) and not named["reason"]:
         what = "missing %s" % describe_missing(named, source)

@@ -260,7 +260,9 @@ def _correctness(nccl, tool, rows, complete):
     return results
 
 
-def _ranks(nccl, tool, expected_ranks, complete):
+def _ranks(nccl, tool, expected_ranks, complete, single_host=False):
+    """The nccl.ranks results; a single-node run that spans hosts, or several independent runs,
+    measured no one node's bandwidth (the caller then does not judge busbw)."""
     results = []
     nranks = nccl.get("nranks")
     ranks = [r for r in nccl.get("ranks") or [] if isinstance(r, dict)]
@@ -282,6 +284,18 @@ def _ranks(nccl, tool, expected_ranks, complete):
             {"runs": runs, "hosts": hosts, "one_rank_runs": bool(one_rank)},
             evidence=[run.get("text") for run in listed if run.get("text")]
             or [row.get("text") for row in _rows(nccl)[:4]]))
+        return results
+    hosts = []
+    for rank in ranks:
+        if rank.get("host") and rank["host"] not in hosts:
+            hosts.append(rank["host"])
+    if single_host and len(hosts) > 1 and nranks == expected_ranks:
+        # The right number of ranks, on several hosts: it would pass as one node's run.
+        results.append(check_result(
+            "nccl.ranks", FAIL, "%s ran across %d hosts (%s): not a single-node run, so its bus "
+            "bandwidth is the network's, not this node's" % (tool, len(hosts), join_names(hosts)),
+            {"hosts": hosts, "found": nranks, "not_single_node": True},
+            evidence=rank_lines[:1] + rank_lines[-1:]))
         return results
     if expected_ranks is None or not (ranks or _rows(nccl)):
         return results   # nothing printed at all: nccl.parse says so
@@ -341,9 +355,9 @@ def _busbw(nccl, profile, floor_key, tool, what, rows, complete, implausible):
                          evidence=large)]
 
 
-def judge_nccl(nccl, profile, floor_key, expected_ranks, what, bound_key=None):
+def judge_nccl(nccl, profile, floor_key, expected_ranks, what, bound_key=None, single_host=False):
     """Common body: floor_key names the profile floor, bound_key the physical busbw bound,
-    what describes the run in messages."""
+    what describes the run in messages; single_host: all ranks must be on one host."""
     tool = _tool(nccl)
     if nccl is None:
         return [check_result("nccl.parse", ERROR, "nccl-tests: no output was collected",
@@ -383,8 +397,17 @@ def judge_nccl(nccl, profile, floor_key, expected_ranks, what, bound_key=None):
         results.append(check_result("nccl.parse", ERROR, "%s: output unreadable: %s"
                                     % (tool, "; ".join(unreadable)),
                                     {"tool": tool, "errors": unreadable}, evidence=shown))
-    results.extend(_ranks(nccl, tool, expected_ranks, complete))
-    results.extend(_busbw(nccl, profile, floor_key, tool, what, rows, complete, implausible))
+    ranks = _ranks(nccl, tool, expected_ranks, complete, single_host)
+    results.extend(ranks)
+    apart = [r for r in ranks if r["status"] == FAIL and (r["metrics"].get("not_single_node")
+                                                          or is_number(r["metrics"].get("runs")))]
+    if apart:
+        # Several independent runs, or one node's rank count spread over several hosts: no
+        # number in it is this node's (an average over independent runs' rows is nobody's).
+        results.append(check_result("nccl.busbw", SKIP, "%s: busbw not judged: the output is not one "
+                                    "run on this node (see nccl.ranks)" % tool, {}, evidence=apart[0]["evidence"]))
+    else:
+        results.extend(_busbw(nccl, profile, floor_key, tool, what, rows, complete, implausible))
     return results
 
 
@@ -392,7 +415,7 @@ def judge_nccl_single_node(nccl, profile):
     """One node, one rank per GPU: correctness, ranks == gpus_per_node, busbw vs the floor."""
     gpus = profile_get(profile, "gpus_per_node")
     return judge_nccl(nccl, profile, "nccl.single_node_busbw_min", gpus, " single-node",
-                      "nccl.busbw_max_single_node")
+                      "nccl.busbw_max_single_node", single_host=True)
 
 
 def judge_nccl_pair(nccl, profile, nodes=2):
@@ -415,8 +438,8 @@ def judge_nccl_single_node_stage(outputs, profile, options):
     busbw = parsed.get("large_msg_busbw")
     if busbw is None:
         busbw = parsed.get("avg_busbw")
-    trusted = not parsed.get("errors") and not any(c["check"] == "nccl.plausibility"
-                                                   for c in checks)
+    trusted = not parsed.get("errors") and not any(
+        c["check"] == "nccl.plausibility" or (c["check"] == "nccl.busbw" and c["status"] == SKIP) for c in checks)
     if trusted and is_number(busbw):
         metrics["busbw"] = busbw
         # The curve the report draws, kept by the judge that read it (nobody parses the raw again).

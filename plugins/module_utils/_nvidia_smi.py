@@ -959,6 +959,10 @@ def _merge_blocks(blocks, warnings):
     return merged
 
 
+# Lines people put where they cut a pasted report.
+_ELISIONS = frozenset(("[...]", "...", "[..]", "\u2026", "[\u2026]", "<snip>", "[snip]", "(...)"))
+
+
 def parse_nvidia_smi_q(text):
     """Parse ``nvidia-smi -q`` text (the whole report or ``-q -d SECTION`` fragments); never raises.
 
@@ -978,6 +982,10 @@ def parse_nvidia_smi_q(text):
         errors.append("empty input: no `nvidia-smi -q` output")
         return result
 
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip() in _ELISIONS:
+            # Someone cut the report when pasting it: what is missing cannot be judged.
+            errors.append("line %d: %r: part of the report was left out (elided)" % (lineno, line.strip()))
     top, blocks = _parse_tree(text, result)
     result["driver_version"] = top.text("Driver Version")
     cuda = top.text("CUDA Version")

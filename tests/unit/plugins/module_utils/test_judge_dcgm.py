@@ -247,3 +247,9 @@ def test_runtime_error_is_error(h100):
     results = judge_dcgm(_diag("json_3x_handmade_runtime_error.json", level=3), h100)
     assert [r["status"] for r in results] == ["error"]
     assert results[0]["message"].startswith("dcgmi diag could not run: ")
+
+
+def test_fail_all_is_every_gpu_not_the_one_a_message_names(h100):
+    text = (FIXTURES / "captured" / "rtx3090_8gpu_dcgm_3x_r2_pcie_fail_all_prompt_nolebase" / "dcgmi-diag.txt").read_text()
+    failed = [r for r in judge_dcgm(parse_dcgm_diag(text), h100) if r["check"] == "dcgm.test" and r["status"] == "fail"]
+    assert failed and failed[0]["message"].startswith("dcgmi diag test 'PCIe' failed on all 8 GPUs")

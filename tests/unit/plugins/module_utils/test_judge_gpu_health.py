@@ -250,8 +250,21 @@ def test_unreadable_smi_is_error_never_pass(h100):
     assert parse and parse[0]["status"] == "error"
     assert parse[0]["message"].startswith(
         "nvidia-smi -q: part of the output is unreadable (the rest is judged):")
-    # The GPUs that were read are still judged: 3 of 8 is a count failure, never a pass.
-    assert [r["status"] for r in _by_check(results, "gpu.count")] == ["fail"]
+    # The GPUs that were read are still judged; the count is not: the driver reports 8 attached,
+    # the cut text shows 3 sections. An error (what is missing cannot be judged), never a pass.
+    (count,) = _by_check(results, "gpu.count")
+    assert count["status"] == "error" and "the output is incomplete" in count["message"]
+
+
+def test_an_elided_paste_is_an_error_not_missing_gpus(h100):
+    text = (FIXTURES / "captured" / "a100_8gpu_remap_pending_q_elided_mlengineering" / "nvidia-smi-q.txt").read_text()
+    parsed = parse_nvidia_smi_q(text)
+    assert any("part of the report was left out (elided)" in e for e in parsed["errors"])
+    results = judge_gpu_health(parsed, None, None, h100)
+    assert [r["status"] for r in _by_check(results, "gpu.count")] == ["error"]
+    # what the text does show is still judged: GPU 00000000:10:1C.0 has a row remap pending
+    remap = [r for r in _by_check(results, "gpu.remapped_rows") if r["status"] == "fail"]
+    assert remap and "00000000:10:1C.0" in remap[0]["message"]
 
 
 def test_unreadable_q_falls_back_to_csv_but_keeps_error(h100):

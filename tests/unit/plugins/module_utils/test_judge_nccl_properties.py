@@ -11,7 +11,7 @@ from hypothesis import given, strategies as st
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     worst_status)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl import (
-    judge_nccl_single_node, plausibility_errors)
+    judge_nccl_pair, judge_nccl_single_node, plausibility_errors)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
     parse_nccl_tests)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import (
@@ -39,21 +39,44 @@ IMPOSSIBLE_WRONG = ["1e309", "-1e309", "inf", "-inf", "nan", "NaN", "0.5", "-1",
 IMPOSSIBLE_MEASURE = ["-1", "-0.5", "inf", "-inf", "nan", "1e309", "-1e309", "Infinity"]
 
 
+def _hosts(parsed):
+    return sorted(set(r.get("host") for r in parsed.get("ranks") or [] if r.get("host")))
+
+
 def _profile(parsed):
     """A profile under which the unchanged output passes every check."""
     profile = copy.deepcopy(load_profile("hgx_h100_sxm"))
-    profile["gpus_per_node"] = parsed["nranks"]
-    profile["nccl"]["single_node_busbw_min"] = 0
-    profile["nccl"]["busbw_max_single_node"] = BOUND
+    profile["gpus_per_node"] = parsed["nranks"] // max(1, len(_hosts(parsed)))
+    for key in ("single_node_busbw_min", "multi_node_pair_busbw_min"):
+        profile["nccl"][key] = 0
+    for key in ("busbw_max_single_node", "busbw_max_multi_node"):
+        profile["nccl"][key] = BOUND
     return profile
+
+
+def _judged(parsed, profile):
+    """A run over several hosts is a multi-node run: the single-node judge fails it as such."""
+    hosts = _hosts(parsed)
+    if len(hosts) > 1:
+        return judge_nccl_pair(parsed, profile, nodes=len(hosts))
+    return judge_nccl_single_node(parsed, profile)
 
 
 PROFILES = dict((name, _profile(parsed)) for name, parsed in PARSED.items())
 
 
+def test_a_multi_host_run_is_never_a_single_node_pass():
+    parsed = PARSED["all_reduce_h100_2node_no_version.txt"]
+    profile = dict(PROFILES["all_reduce_h100_2node_no_version.txt"], gpus_per_node=parsed["nranks"])
+    results = judge_nccl_single_node(parsed, profile)   # the rank count is right, the hosts are not
+    ranks = [r for r in results if r["check"] == "nccl.ranks"]
+    assert ranks[0]["status"] == "fail" and "not a single-node run" in ranks[0]["message"]
+    assert [r["status"] for r in results if r["check"] == "nccl.busbw"] == ["skip"]
+
+
 def test_every_baseline_passes():
     for name in PASSING:
-        results = judge_nccl_single_node(PARSED[name], PROFILES[name])
+        results = _judged(PARSED[name], PROFILES[name])
         assert set(r["status"] for r in results) == {"pass"}, (name, results)
 
 
@@ -68,7 +91,7 @@ def _replace(text, line, index, value):
 
 def _judge(name, text):
     parsed = parse_nccl_tests(text)
-    results = judge_nccl_single_node(parsed, PROFILES[name])
+    results = _judged(parsed, PROFILES[name])
     json.dumps([parsed, results], allow_nan=False)   # no NaN/Infinity anywhere
     return parsed, results
 
