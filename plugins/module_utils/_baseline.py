@@ -212,8 +212,9 @@ def _from_results(results, run_dir):
         if seconds is not None and dcgm.get("rc", 0) == 0 and dcgm.get("complete", True):
             record["dcgm_seconds"] = seconds
         nccl = tools.get("all_reduce_perf") or {}
-        if "single_node_busbw" not in record and run_dir and nccl.get("path"):
-            busbw = _parse_busbw_file(os.path.join(run_dir, nccl["path"]))
+        if "single_node_busbw" not in record and run_dir and nccl:
+            # results.json leaves the usual path (raw/<node>/<tool>.txt) out
+            busbw = _parse_busbw_file(os.path.join(run_dir, nccl.get("path") or "raw/%s/all_reduce_perf.txt" % node))
             if busbw is not None:
                 record["single_node_busbw"] = busbw
     for node, ranks in _workload_ranks(results.get("workload")).items():

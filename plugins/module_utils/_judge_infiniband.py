@@ -272,4 +272,8 @@ def judge_infiniband_stage(outputs, profile, options):
     if checks:
         results = [r for r in results if not (r["check"] == "ib.counters" and r["status"] == SKIP
                                               and "no before/after" in r["message"])] + checks
+    for result in results:  # what each result rests on: ibstat, or the two counter snapshots
+        if not result.get("tool") and result["check"] in ("ib.port_count", "ib.port_state", "ib.rate",
+                                                          "ib.link_layer"):
+            result["tool"] = "ibstat"
     return results, {}

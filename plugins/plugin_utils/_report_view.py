@@ -26,6 +26,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_read import (
     CHECK_STATUSES, Problem, check_kind, checks_of, is_number, median, metric_of, natural_key, need, need_enum,
     need_names, need_strings, parse_time, type_name)
@@ -270,7 +271,7 @@ def rounds_view(document):
         for j, group in enumerate(need(entry, "groups", "array", path)):
             where = "%s/groups/%d" % (path, j)
             key = need(group if isinstance(group, dict) else None, "raw", "string|null", where, required=False)
-            raw_path = (stage_raw.get(key) or {}).get("path") if key else None
+            raw_path = _results.raw_path("_fabric", key, stage_raw.get(key)) if key in stage_raw else None
             groups.append({"nodes": need_names(group, "nodes", where), "status": need_enum(group, "status", GROUP_STATUSES, where),
                            "busbw": need(group, "busbw", "number|null", where, required=False),
                            "note": need(group, "note", "string", where, required=False) or "",

@@ -90,7 +90,7 @@ _CHECK_KEYS = ("stage", "node", "check", "status", "message", "component", "evid
 # and small at thousands of nodes (the raw outputs are referenced, never copied); a failure keeps
 # all its evidence lines (_judge_common.EVIDENCE_LINES).
 PASS_EVIDENCE_LINES = 1
-PASS_EVIDENCE_WIDTH = 80
+PASS_EVIDENCE_WIDTH = 60
 # Significant digits kept of a metric (a MAD of 1.947499999999991 is 1.9475).
 DIGITS = 6
 
@@ -103,7 +103,8 @@ def _check_record(check):
         if key in ("stage", "node", "check", "status", "message"):
             record[key] = value if key == "node" or value is not None else ""
         elif key == "component":
-            record[key] = None if value is None else str(value)
+            if value is not None:   # absent: the check is about the node (or cluster) as a whole
+                record[key] = str(value)
         elif value not in (None, [], {}, ""):
             record[key] = value
     if record["status"] not in ("pass", "fail", "error", "skip"):
@@ -199,13 +200,21 @@ def check_seconds(document, check):
     return round(sum(found), 3) if found else None
 
 
+def raw_path(owner, key, entry=None):
+    """Where a raw output is, under the run directory: its entry's path, else raw/<owner>/<key>.txt."""
+    path = (entry or {}).get("path")
+    return path if path else "raw/%s/%s.txt" % (owner, key)
+
+
 def _raw_index(raw):
-    """The raw-output index without its defaults (exit status 0, complete): a line per output."""
+    """The raw-output index without its defaults (exit status 0, complete, the usual path)."""
     index = {}
     for owner, tools in raw.items():
         entries = index[owner] = {}
         for tool, entry in (tools or {}).items():
             entry = dict(entry)
+            if entry.get("path") == "raw/%s/%s.txt" % (owner, tool):
+                del entry["path"]
             if entry.get("rc") == 0:
                 del entry["rc"]
             if entry.get("complete") is True:
