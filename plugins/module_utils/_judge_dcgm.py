@@ -206,6 +206,9 @@ def _parse_problem(diag):
     quoted = [match.group(1) for match in (_QUOTED.match(e) for e in errors) if match]
     if diag.get("runtime_error"):
         message = "%s could not run: %s" % (TOOL, diag["runtime_error"])
+    elif quoted and len(quoted) == len(errors) and not diag.get("tests"):
+        # Every problem is dcgmi's own error and no test ran: it refused to run, in its words.
+        message = "%s did not run: %s" % (TOOL, "; ".join(quoted))
     else:
         message = "%s: output unreadable: %s" % (TOOL, "; ".join(errors))
     lines = quoted + [line for line in diag.get("error_lines") or [] if line not in quoted]

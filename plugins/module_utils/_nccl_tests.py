@@ -617,9 +617,10 @@ def _metrics(result):
         return
     large = [row for row in rows if row["size"] >= GIB]
     if not large:
-        sizes = sorted(set(row["size"] for row in rows))
-        top = set(sizes[-((len(sizes) + 3) // 4):])
-        large = [row for row in rows if row["size"] in top]
+        # A sweep that stops short of 1 GiB: its plateau, the sizes within 8x of the largest (as
+        # 1-8 GiB is for the usual -e 8G); a quarter of a long sweep would reach into the ramp-up.
+        largest = max(row["size"] for row in rows)
+        large = [row for row in rows if row["size"] * 8 >= largest]
     values = [row["oop"]["busbw"] for row in large if row["oop"]["busbw"] is not None]
     if values:
         result["large_msg_busbw"] = round(sum(values) / len(values), 4)

@@ -224,8 +224,8 @@ def test_markdown_stripped_hash_markers():
     assert len(result["rows"]) == 22 and result["avg_busbw"] == 0.0
     assert result["ranks"][0]["host"] == "nccl-846b9d30a6bb6b529fb3c170f4809fea-1725464730-worker-0"
     assert result["iters"] == 5
-    # no row reaches 1 GiB: the top quarter of 22 sizes is the 6 largest, 512 KiB .. 16 MiB
-    assert result["large_msg_min_bytes"] == 524288
+    # no row reaches 1 GiB: the plateau is the sizes within 8x of the largest, 2 MiB .. 16 MiB
+    assert result["large_msg_min_bytes"] == 2 * 1024 * 1024
 
 
 def test_error_column_without_redop_or_root_and_no_header():
