@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import (  # noqa: E402
-    _cluster, _fabric, _run_state, _stages, _workload)
+    _cluster, _fabric, _fabric_runs, _run_state, _stages, _workload)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import (  # noqa: E402
     _html_report, _profiles, _prometheus, _report, _results)
 
@@ -210,13 +210,13 @@ def bench_one(count, template, profile):
             "launcher_args": [], "mpi": "", "tasks_per_node": 1, "gpus_per_process": 8, "gpus_per_node": 8,
             "gpus_per_node_flag": False, "timeout": 900, "concurrency": 64, "mode": "adaptive", "max_rounds": None,
             "seed": 0, "floor": 300.0, "full_allocation": True, "localize": {}, "max_busbw": None}
-    real_run, _fabric.run_one = _fabric.run_one, fake_run
+    real_run, _fabric_runs.run_one = _fabric_runs.run_one, fake_run
     try:
         start = time.perf_counter()
         fabric = _fabric.fabric_stage(passed, topology, opts)
         times["fabric"] = time.perf_counter() - start
     finally:
-        _fabric.run_one = real_run
+        _fabric_runs.run_one = real_run
     checks.extend(fabric["checks"])
     raw["_fabric"] = dict((key, {"path": "raw/_fabric/%s.txt" % key, "rc": r["rc"], "seconds": r["seconds"],
                                  "complete": r["complete"]}) for key, r in fabric["raw"].items())

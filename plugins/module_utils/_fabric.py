@@ -25,195 +25,27 @@ What a group's run proves is decided here (judge_run), and only measurements rea
 
 Replay (opts['replay_dir']): the same planner runs on the captured outputs of a past run
 (``raw/_fabric/<key>.txt`` and the exit codes in its results.json), never launching anything.
+Running (and reading back) the groups is _fabric_runs; judging them and the stage is here.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
-import signal
-import subprocess
-import threading
-import time
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import parse_nccl_tests
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
-from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guard, _hostlist, _judge_nccl, _localize
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _hostlist, _judge_nccl, _localize
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import (
+    Runner, launched_ranks, raw_key, raw_key_retry)
 
 STAGE = "fabric"
 FULL_KEY = "full-allocation"
-_RAW_FOLDER = os.path.join("raw", "_" + STAGE)
 # Outcomes that are measurements the planner may judge (the others are not about the hardware).
 _MEASURED = ("ok", "timeout", "build", "wrong")
 _EVIDENCE_LINES = 6
-
-
-def launched_ranks(group, opts):
-    return len(group) * int(opts["tasks_per_node"]) * int(opts["gpus_per_process"])
-
-
-def group_command(group, opts):
-    """argv launching the nccl-tests binary over the group's nodes (no shell involved)."""
-    binary = [opts["binary"]] + [str(a) for a in opts["args"]] + ["-g", str(opts["gpus_per_process"])]
-    tasks = int(opts["tasks_per_node"])
-    if opts["launcher"] == "mpirun":
-        hosts = ",".join("%s:%d" % (node, tasks) for node in group)
-        return [opts.get("mpirun", "mpirun"), "-np", str(len(group) * tasks), "--host", hosts] \
-            + [str(a) for a in opts.get("launcher_args") or []] + binary
-    argv = [opts.get("srun", "srun"), "--nodelist=%s" % ",".join(group), "-N%d" % len(group),
-            "--ntasks-per-node=%d" % tasks, "--kill-on-bad-exit=1"]
-    if opts.get("gpus_per_node_flag"):
-        argv.append("--gpus-per-node=%d" % int(opts["gpus_per_node"]))
-    if opts.get("mpi"):
-        argv.append("--mpi=%s" % opts["mpi"])
-    return argv + [str(a) for a in opts.get("launcher_args") or []] + binary
-
-
-def raw_key(round_no, group, attempt=1):
-    """The name a group's output is kept (and replayed) under: round<N>-<node>-<node>[...]."""
-    key = "round%d-%s" % (round_no, "-".join(group))
-    return key if attempt == 1 else "%s.retry%d" % (key, attempt - 1)
-
-
-def run_one(argv, timeout, env=None, guard=None):
-    """Run argv in its own process group; kill the group at the timeout. Returns a record.
-
-    guard: a _guard.Guard that kills the group when the playbook that asked for it is gone.
-    """
-    start = time.time()
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
-    except OSError as exc:
-        return {"output": "", "rc": 127, "seconds": 0.0, "timed_out": False,
-                "error": "%s: cannot start: %s" % (argv[0], exc)}
-    if guard is not None:
-        guard.add(proc.pid)
-    try:
-        return _wait(proc, timeout, start)
-    finally:
-        if guard is not None:
-            guard.discard(proc.pid)
-
-
-def _wait(proc, timeout, start):
-    try:
-        out, _err = proc.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        out = b""
-        for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(proc.pid, sig)
-            except OSError:
-                pass
-            try:
-                out, _err = proc.communicate(timeout=grace)
-                break
-            except subprocess.TimeoutExpired:
-                out = b""
-    text = (out or b"").decode("utf-8", "replace")
-    return {"output": text, "rc": proc.returncode, "seconds": round(time.time() - start, 3),
-            "timed_out": timed_out, "error": None}
-
-
-class Runner(object):
-    """Runs (or, replaying, reads) groups, and keeps every output under its key, on disk at once."""
-
-    def __init__(self, opts, env=None):
-        self.opts = opts
-        self.env = env
-        self.raw = {}
-        self.replay_dir = opts.get("replay_dir") or ""
-        self.raw_dir = opts.get("raw_dir") or ""
-        self._index = None
-        self._lock = threading.Lock()
-        self.guard = None if self.replay_dir else _guard.Guard().start()
-
-    # -- replay -------------------------------------------------------------------------
-    def _replay_index(self):
-        if self._index is None:
-            self._index = {}
-            try:
-                with open(os.path.join(self.replay_dir, "results.json")) as handle:
-                    self._index = (json.load(handle).get("raw") or {}).get("_" + STAGE) or {}
-            except (IOError, OSError, ValueError, AttributeError):
-                self._index = {}
-        return self._index
-
-    def _replayed(self, key, group):
-        folder = os.path.join(self.replay_dir, _RAW_FOLDER)
-        if not os.path.isdir(folder):
-            folder = os.path.join(self.replay_dir, "_" + STAGE)
-        path = os.path.join(folder, key + ".txt")
-        if not os.path.isfile(path):
-            return {"output": "", "rc": None, "seconds": None, "timed_out": False, "error": None, "missing": True}
-        with open(path, errors="replace") as handle:
-            text = handle.read()
-        command = None
-        if text.startswith("$ "):  # the launcher's command line the live run kept on top
-            first, _sep, text = text.partition("\n")
-            command = first[2:].split(" ")
-        meta = self._replay_index().get(key) or {}
-        complete = meta.get("complete", True)
-        return {"output": text, "rc": meta.get("rc", 0), "seconds": meta.get("seconds"),
-                "timed_out": complete is False, "error": None, "replayed_command": command}
-
-    # -- live -------------------------------------------------------------------------------
-    def _keep(self, key, record):
-        kept = {"output": "$ %s\n%s" % (" ".join(record.get("command") or []), record.get("output") or ""),
-                "rc": record.get("rc"), "seconds": record.get("seconds"),
-                "complete": not record.get("timed_out")}
-        if record.get("missing"):
-            return
-        if self.raw_dir:
-            # On disk as soon as it finished: a run killed later keeps every group that ran.
-            _write_atomic(os.path.join(self.raw_dir, key + ".txt"), kept["output"])
-            kept["output"] = None  # the callback indexes the file instead of writing it again
-        with self._lock:
-            self.raw[key] = kept
-
-    def run(self, groups_with_keys):
-        """Run [(key, group)] concurrently (bounded); records in order, each kept under its key."""
-        records = [None] * len(groups_with_keys)
-        slots = threading.Semaphore(max(1, int(self.opts.get("concurrency") or 1)))
-
-        def worker(i, key, group):
-            with slots:
-                argv = group_command(group, self.opts)
-                if self.replay_dir:
-                    record = self._replayed(key, group)
-                else:
-                    record = run_one(argv, float(self.opts["timeout"]), self.env, self.guard)
-                record["command"] = argv
-                record["nodes"] = list(group)
-                record["key"] = key
-                self._keep(key, record)
-                records[i] = record
-
-        threads = [threading.Thread(target=worker, args=(i, key, group))
-                   for i, (key, group) in enumerate(groups_with_keys)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return records
-
-
-def _write_atomic(path, text):
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.rename(tmp, path)
 
 
 def _tail(text, count=3):
@@ -379,10 +211,6 @@ class _Fabric(object):
         if broken and broken == len(items) and any(j["outcome"] == "infra" for _r, j in outcomes):
             self.infra_stop = next(j for _r, j in outcomes if j["outcome"] == "infra")
         return results
-
-
-def raw_key_retry(key):
-    return key + ".retry1"
 
 
 def _check(check, status, message, metrics=None, component=None, node=None, evidence=None, raw=None, detail=None):

@@ -47,8 +47,8 @@ def clusterctl(*args, check=True, timeout=120):
     proc = subprocess.run([sys.executable, str(CLUSTERCTL), *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, check=False)
     if check and proc.returncode != 0:
-        raise AssertionError("clusterctl %s: rc=%d\n%s%s" % (" ".join(map(str, args)), proc.returncode,
-                                                            proc.stdout, proc.stderr))
+        raise AssertionError("clusterctl %s: rc=%d\n%s%s" % (
+            " ".join(map(str, args)), proc.returncode, proc.stdout, proc.stderr))
     return proc
 
 
