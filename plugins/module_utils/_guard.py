@@ -79,19 +79,27 @@ def kill_children(grace=2.0):
     Ending the ssh client ends the node's session: the collector there is hung up on and kills its
     tool's process group (and its watchdog does when the session's processes are gone).
     """
-    pids = children()
+    terminate(children(), grace, os.kill)
+
+
+def terminate(pids, grace, send):
+    """send(pid, SIGTERM) to each, wait up to grace seconds for them to go, then SIGKILL the rest.
+
+    send is os.kill for processes, os.killpg for process groups (a group's id is its leader's).
+    """
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
-                os.kill(pid, sig)
+                send(pid, sig)
             except OSError:
                 pass
         deadline = time.time() + grace
         while sig == signal.SIGTERM and time.time() < deadline and any(alive(p) for p in pids):
             time.sleep(0.05)
-        pids = [p for p in pids if alive(p)]
-        if not pids:
-            break
+        if send is os.kill:  # (a group can outlive its leader: groups get the SIGKILL regardless)
+            pids = [p for p in pids if alive(p)]
+            if not pids:
+                break
 
 
 class Guard(object):
@@ -128,15 +136,7 @@ class Guard(object):
     def kill_all(self):
         with self._lock:
             groups = sorted(self.groups)
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pgid in groups:
-                try:
-                    os.killpg(pgid, sig)
-                except OSError:
-                    pass
-            deadline = time.time() + self.grace
-            while sig == signal.SIGTERM and time.time() < deadline and any(alive(g) for g in groups):
-                time.sleep(0.1)
+        terminate(groups, self.grace, os.killpg)
 
     def _watch(self):
         while True:
