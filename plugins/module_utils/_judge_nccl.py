@@ -368,8 +368,11 @@ def judge_nccl(nccl, profile, floor_key, expected_ranks, what, bound_key=None, s
     errors = [str(e) for e in nccl.get("errors") or []]
     run_errors, _implausible_errors, unreadable = _classify(errors)
     rows = _rows(nccl)
-    if not rows and not unreadable and not run_errors:
-        unreadable = ["no result rows"]   # (a run that failed says why it has none: nccl.run)
+    if run_errors:
+        # A run that failed says why it has no table: that is nccl.run, not unreadable output.
+        unreadable = [e for e in unreadable if e not in ("no data rows", "no Avg bus bandwidth summary: run incomplete?")]
+    elif not rows and not unreadable:
+        unreadable = ["no result rows"]
     complete = not unreadable
     bound = profile_get(profile, bound_key) if bound_key else None
     implausible = _implausible(nccl, bound if is_number(bound) else ABSOLUTE_MAX_BUSBW)
