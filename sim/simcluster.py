@@ -396,6 +396,17 @@ def inventory(spec, run_dir=None):
         "check_workload_compute_clock": "cpu",
         "check_workload_environment": {"OMP_NUM_THREADS": "1"},
         "check_workload_judge_options": {"straggler_ratio": 1.5, "spread_warn": 1.5},
+        # The SDC probe on the CPU (one thread, bit-reproducible), small and a fixed number of
+        # iterations; the hook injects the spec's sdc / slow_gpu faults and the simulated clock.
+        "check_sdc_python": sys.executable,
+        "check_sdc_device": "cpu",
+        "check_sdc_size": 48,
+        "check_sdc_seconds": 0,
+        "check_sdc_min_iterations": 20,
+        "check_sdc_max_iterations": 20,
+        "check_sdc_sample_s": 1.0,
+        "check_sdc_sim_hook": "gpusim-sdc-hook",
+        "check_sdc_timeout": 300,
     })
     return {
         "all": {

@@ -6,6 +6,8 @@
 Checks:
 - uniform_<field>   driver, VBIOS, NIC firmware, DCGM and NCCL versions identical on all nodes
 - peers_<metric>    single-node busbw far below the peers' median
+- sdc.*             every GPU's SDC probe results and GEMM throughput against all GPUs of the same
+                    part and software in the run (_judge_sdc_fleet)
 - gpu.identity      per node: the tools that list GPUs (nvidia-smi -L / --query-gpu in preflight,
                     nvidia-smi -q / --query-gpu in gpu_health, topo -m in topology, dcgmi in dcgm)
                     agree on the GPUs (count, bus ids, UUIDs); a disagreement fails the node in
@@ -25,6 +27,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_h
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import normalize_bus_id
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_uniformity import (
     judge_peers, judge_uniformity)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_sdc_fleet import judge_sdc_fleet
 
 # Version fields that must be identical on every node: the majority value is the expected one.
 UNIFORM_FIELDS = (
@@ -77,6 +80,9 @@ def judge_cluster(states, profile=None):
                                  min_nodes=options.get("min_nodes", 3))
             results.append(_stage_result(stage, checks))
     results.extend(judge_gpu_identity(states, profile))
+    sdc = judge_sdc_fleet(states, profile)
+    if sdc:
+        results.append(_stage_result("sdc", sdc))
     return results
 
 

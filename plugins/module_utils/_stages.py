@@ -24,6 +24,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_h
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_dcgm import judge_dcgm_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infiniband import judge_infiniband_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl import judge_nccl_single_node_stage
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_sdc import judge_sdc_stage
 
 # stage -> (tools it needs, function(outputs by tool, profile, options) -> (checks, metrics)).
 # An output is None when a replayed set did not capture that tool; the function judges the rest
@@ -38,6 +39,9 @@ STAGES = {
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
     "infiniband": (("ib-counters-before", "ibstat", "ib-counters-after"), judge_infiniband_stage),
     "nccl_single_node": (("all_reduce_perf",), judge_nccl_single_node_stage),
+    # Known-answer probe on every GPU at once (roles/check_sdc); compared across the cluster in
+    # _judge_sdc_fleet.
+    "sdc": (("sdc-probe",), judge_sdc_stage),
 }
 
 

@@ -98,6 +98,16 @@ SCHEMA = {
         "level": (("int", 1, 4), True),
     }), True),
     "driver_branch": (("null", "str"), False),
+    # The SDC probe (sdc stage): precisions to run, dense peak TFLOPS of the part per precision
+    # (null: not known, the compute floor is then not judged for it) and where they come from.
+    "sdc": (("dict", {
+        "precisions": (("list", ("enum", ("fp64", "fp32", "tf32", "bf16", "fp16"))), True),
+        "floor_fraction": (("num", 0, 1), True),
+        "peer_min_rel_drop": (("num", 0, 1), True),
+        "reference_margin": (("num", 1, None), True),
+        "peak_tflops": (("map", ("null", ("num", 0, None))), False),
+        "peak_source": (("null", "str"), False),
+    }), True),
 }
 
 

@@ -78,6 +78,40 @@ def check_spec(path):
     return 0
 
 
+def sdc_hook(node, spec):
+    """What the SDC probe of the simulated cluster injects on ``node`` (JSON, see the probe's
+    --sim-hook): per GPU bus id the sdc probability and workloads and the slow_gpu factor, and the
+    part's dense peak TFLOPS from the collection's hardware profile (one truth for the peaks)."""
+    import json  # pylint: disable=import-outside-toplevel
+    import yaml  # pylint: disable=import-outside-toplevel
+    repo = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..")
+    path = os.path.join(repo, "profiles", "%s.yml" % spec.profile_name)
+    peak = {}
+    if os.path.exists(path):
+        with open(path) as handle:
+            peak = ((yaml.safe_load(handle) or {}).get("sdc") or {}).get("peak_tflops") or {}
+    gpus = {}
+    for gpu in node.gpus:
+        if gpu.present and gpu.throttle:
+            # A throttled GPU computes at its forced-down clock (the probe's nvidia-smi samples
+            # show the clock and the clock-event reasons).
+            gpus.setdefault(gpu.bus_id, {})["throughput_factor"] = float(gpu.sm_mhz) / node.hw["max_sm_mhz"]
+    for f in spec.faults_for(node.name):
+        if f["kind"] not in ("sdc", "slow_gpu"):
+            continue
+        gpu = node.gpus[f["gpu"]]
+        entry = gpus.setdefault(gpu.bus_id, {})
+        if f["kind"] == "sdc":
+            entry["sdc_probability"] = f["probability"]
+            entry["sdc_workloads"] = f["workloads"]
+        else:
+            entry["throughput_factor"] = entry.get("throughput_factor", 1.0) * f["factor"]
+    data = {"simulated": True, "node": node.name, "seed": spec.seed, "gpus": gpus,
+            "peak_tflops": dict((k, v) for k, v in peak.items() if isinstance(v, (int, float))),
+            "efficiency": 0.7}
+    return Result(json.dumps(data, sort_keys=True) + "\n", "", 0)
+
+
 def run_tool(tool, args, env=None):
     """Compute the Result of ``tool ARGS`` in ``env`` (no sleeping, no printing)."""
     env = os.environ if env is None else env
@@ -122,6 +156,8 @@ def run_tool(tool, args, env=None):
         result = dmesg.run(node, args)
     elif tool in NCCL_TOOLS:
         result = nccl_tests.run(node, tool, args, other, env)
+    elif tool == "sdc-hook":
+        result = sdc_hook(node, spec)
     else:
         result = Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
     return result, spec

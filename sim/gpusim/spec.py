@@ -23,7 +23,7 @@ DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0,
 
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
-         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")
+         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook")
 # tool_times keys: seconds each fake sleeps before printing.
 TOOL_TIME_KEYS = ("nvidia_smi", "dcgmi", "dcgmi_diag_r1", "dcgmi_diag_r2", "dcgmi_diag_r3", "dcgmi_diag_r4",
                   "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf", "all_gather_perf",
@@ -77,7 +77,14 @@ FAULTS = {
     "wrong_results": (("node",), {"count": None}),
     "no_mpi": (("node",), {}),
     "hang": (("node", "tool"), {}),
+    # Silent data corruption: the SDC probe's results on this GPU get one bit flipped, in each
+    # iteration with this probability (1: always), for the named workloads (null: all).
+    "sdc": (("node", "gpu"), {"probability": 1.0, "workloads": None}),
+    # A GPU computing at this fraction of its peers' throughput (the SDC probe's compute floor).
+    "slow_gpu": (("node", "gpu", "factor"), {}),
 }
+# Workloads of the SDC probe (roles/check_sdc/files/gpucluster_sdc_probe.py) a sdc fault may name.
+SDC_WORKLOADS = ("gemm_fp64", "gemm_fp32", "gemm_tf32", "gemm_bf16", "gemm_fp16", "reduce_fp32", "elementwise_fp32")
 
 
 class SpecError(ValueError):
@@ -394,6 +401,19 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
             if canon is None:
                 fail(key + ".test", "%s is not a DCGM diagnostic test (tests: %s)" % (_show(test), ", ".join(DCGM_TESTS)))
             out["test"] = canon
+    elif kind in ("sdc", "slow_gpu"):
+        gpu_index(out["gpu"], "gpu")
+        if kind == "slow_gpu":
+            positive(out["factor"], "factor", high=1)
+            out["factor"] = float(out["factor"])
+        else:
+            positive(out["probability"], "probability", high=1)
+            out["probability"] = float(out["probability"])
+            workloads = out["workloads"]
+            if workloads is not None:
+                if not isinstance(workloads, list) or not workloads or any(w not in SDC_WORKLOADS for w in workloads):
+                    fail(key + ".workloads", "must be a list of SDC probe workloads (%s), got %s"
+                         % (", ".join(SDC_WORKLOADS), _show(workloads)))
     elif kind == "slow_node":
         positive(out["factor"], "factor", high=1)
         out["factor"] = float(out["factor"])
