@@ -15,7 +15,8 @@ description:
     clock and temperature samples it logs.
   - "Step lines look like
     V(GPUCLUSTER_STEP rank=3 local_rank=3 node=gpu002 gpu=3 step=17 compute_ms=83.2 sync_ms=12.9 step_ms=96.1).
-    Other lines: C(GPUCLUSTER_WORKLOAD) (one per rank at start), C(GPUCLUSTER_GPU) (GPU samples),
+    Other lines: C(GPUCLUSTER_WORKLOAD) (one per rank at start), C(GPUCLUSTER_PARAMS) (a rank's
+    bitwise checksum of its parameters after a step), C(GPUCLUSTER_GPU) (GPU samples),
     C(GPUCLUSTER_ERROR) (a rank failed), C(GPUCLUSTER_DONE) (a rank finished, ends with C(status=ok))."
   - "Tolerates the line prefixes of C(srun --label) and C(mpirun --tag-output) and any other
     output between the lines."
@@ -32,7 +33,8 @@ options:
   regex:
     description:
       - Python regular expression with the named groups C(rank), C(compute_ms) and C(sync_ms)
-        (milliseconds), optionally C(node), C(gpu), C(step), C(step_ms) and C(local_rank).
+        (milliseconds), optionally C(node), C(gpu), C(step), C(step_ms), C(local_rank) and C(loss)
+        (the step's loss; C(nan) or C(inf) are read as non-finite losses).
       - Searched in every line (after stripping launcher prefixes).
     type: string
 author:
@@ -60,7 +62,11 @@ _value:
       description:
         - Per rank number, C(node), C(gpu), C(local_rank) (as logged, null when not), C(steps)
           (number of step records), C(step_numbers), C(compute_ms), C(sync_ms) and C(step_ms)
-          (one value per step, in log order; C(step_ms) may be empty), C(done) (true after
+          (one value per step, in log order; C(step_ms) may be empty), C(loss) (per step, a finite
+          number or null), C(nonfinite_loss) (C(step), C(loss) V(nan)/V(inf)/V(-inf), C(line)),
+          C(param_checks) (per GPUCLUSTER_PARAMS line C(step), C(checksum), C(device), C(tensors),
+          C(line)), C(param_errors) (unreadable GPUCLUSTER_PARAMS lines of this rank, also in
+          RV(errors)), C(log_format), C(done) (true after
           C(GPUCLUSTER_DONE), false after C(GPUCLUSTER_ERROR), null when neither), C(done_steps)
           and C(errors) (this rank's problems, also in RV(errors)).
       type: dict
@@ -84,6 +90,10 @@ _value:
     compute_clock:
       description: C(wall) or C(cpu) (how the reference workload measured C(compute_ms)), null when not logged.
       type: str
+    param_check_every:
+      description: How often the workload logged parameter checksums, as its C(GPUCLUSTER_WORKLOAD)
+        lines say (0 for off); null when they do not say.
+      type: int
     format:
       description: C(reference) or C(regex).
       type: str

@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 name: judge_workload
 version_added: 0.1.0
-short_description: Judge a data-parallel training run rank by rank (stragglers, missing ranks, cut-off logs)
+short_description: Judge a data-parallel training run rank by rank (stragglers, diverged parameters, NaN losses, cut-off logs)
 description:
   - Takes the result of P(gpucluster.acceptance.from_workload_log#filter) and returns one check
     result per rank and per cluster-wide check, each C(check), C(status) (pass, fail, error, skip),
@@ -21,6 +21,18 @@ description:
     with O(options.tail_ratio) (intermittent stalls, once every rank has O(options.tail_min_steps)
     measured steps). Its message gives its all-reduce wait against
     the others' and, when GPU samples exist, its GPU's SM clock and temperature."
+  - "C(workload.param_consistency): at every step the log holds parameter checksums for
+    (C(GPUCLUSTER_PARAMS) lines), the checksum a majority of the ranks holds is the expected one;
+    a rank holding another fails, named with its node, GPU (local rank, device), the first step it
+    diverged at and every check it diverged in. Without a majority (two ranks that disagree) it is
+    an error saying which diverged cannot be told; a log without checksum lines while they were
+    asked for (O(options.param_check_every), or the workload's own header) is an error. Each node
+    whose ranks all held the expected parameters gets a pass."
+  - "C(workload.loss): a NaN or infinite loss fails on the rank where it appeared first (its node,
+    GPU and step; ranks it spread to through the all-reduce are named in the message); every rank's
+    loss turning non-finite at the same step is an error (it cannot be pinned to one rank). A loss
+    above O(options.loss_spike_ratio) times the median of the rank's previous
+    O(options.loss_spike_window) losses is a warning (a spike, not a failure)."
   - Missing ranks (C(workload.ranks)), ranks with too few or fewer steps than the others
     (C(workload.steps)), an unreadable or cut-off log (C(workload.parse)), a launcher that failed
     or timed out (C(workload.run)) and options that are not numbers (C(workload.options)) are errors,
@@ -41,7 +53,10 @@ options:
         out), C(min_steps) (5), C(expected_steps) (0: not checked), C(straggler_ratio) (1.25),
         C(straggler_k) (3.5), C(straggler_min_ms) (2.0), C(tail_ratio) (2.0), C(tail_min_steps) (20,
         measured steps every rank needs before p95s are compared), C(spread_warn) (1.25),
-        C(max_step_ms) (0: off), C(sm_clock_drop) (0.10), C(temp_c_high) (85)."
+        C(max_step_ms) (0: off), C(sm_clock_drop) (0.10), C(temp_c_high) (85),
+        C(param_check_every) (0: as the log's header says; > 0: parameter checksums were asked for
+        every N steps, and a log without them is an error), C(loss_spike_ratio) (2.0, 0: off),
+        C(loss_spike_window) (10)."
       - "C(nodes) (the nodes in rank order) and C(ranks_per_node): where a missing rank should have
         run. C(rc), C(timed_out), C(timeout), C(stderr): the launcher's exit status, whether it was
         killed at its timeout, that timeout and its standard error."
@@ -71,7 +86,8 @@ _value:
   contains:
     check:
       description: workload.run, workload.options, workload.parse, workload.ranks, workload.steps,
-        workload.rank, workload.distribution or workload.step_time.
+        workload.rank, workload.node, workload.distribution, workload.step_time,
+        workload.param_consistency or workload.loss.
       type: str
     status:
       description: pass, fail, error or skip (a warning is a pass whose message starts with C(warning:)).
@@ -83,7 +99,11 @@ _value:
       description: For C(workload.rank), C(compute_p50_ms), C(compute_p95_ms), C(compute_p99_ms),
         C(compute_mean_ms), the same for C(sync) and C(step), C(steps), C(compute_p50_others_ms),
         C(compute_ratio), C(compute_z), C(sync_p50_others_ms) and, with GPU samples, C(gpu_sm_mhz),
-        C(gpu_temp_c), C(gpu_power_w), C(gpu_sm_max_mhz).
+        C(gpu_temp_c), C(gpu_power_w), C(gpu_sm_max_mhz). For a diverged rank
+        (C(workload.param_consistency) fail), C(rank), C(local_rank), C(device), C(first_step),
+        C(steps) (the check steps it diverged at), C(checks), C(checksum), C(majority_checksum),
+        C(majority_ranks), C(ranks), C(last_matched_step). For a non-finite loss, C(rank), C(step),
+        C(loss) (nan, inf or -inf), C(nonfinite_steps), C(followers).
       type: dict
     component:
       description: V(rank N \(node GPU g\)) or V(cluster).

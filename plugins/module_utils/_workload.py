@@ -7,20 +7,23 @@ The reference workload (roles/check_workload/files/gpucluster_ddp_train.py) prin
 step (docs/workload.md):
 
     GPUCLUSTER_WORKLOAD rank=0 local_rank=0 world=8 node=gpu001 gpu=0 device=cuda backend=nccl ...
-    GPUCLUSTER_STEP rank=3 local_rank=3 node=gpu002 gpu=3 step=17 compute_ms=83.2 sync_ms=12.9 step_ms=96.1
+    GPUCLUSTER_STEP rank=3 local_rank=3 node=gpu002 gpu=3 step=17 compute_ms=83.2 sync_ms=12.9 step_ms=96.1 loss=4.91
+    GPUCLUSTER_PARAMS rank=3 local_rank=3 node=gpu002 gpu=3 device=cuda:3 step=19 tensors=28 checksum=ffffd1ecd0afb314
     GPUCLUSTER_GPU node=gpu001 gpu=0 t=1.0 sm_mhz=1980 sm_max_mhz=1980 temp_c=45 power_w=310.2
     GPUCLUSTER_ERROR rank=3 local_rank=3 node=gpu002 gpu=3 message="RuntimeError: ..."
     GPUCLUSTER_DONE rank=3 local_rank=3 node=gpu002 gpu=3 steps=20 loss=3.1 elapsed_s=4.2 status=ok
 
 parse_workload_log() turns such a log (or any training log, through a regular expression with
 named groups) into per-rank series; judge_workload() compares the ranks with each other: the
-rank that computes longest while waiting least in the all-reduce holds the others back.
+rank that computes longest while waiting least in the all-reduce holds the others back, and a rank
+whose parameters differ from the others' after the all-reduce, or whose loss is NaN, is named.
 
 Standard library only; Python 2.7/3.8 compatible (module_utils may run on managed nodes).
 
 This module judges the run as a whole (launcher, ranks, steps); the parts live next to it:
-_workload_log (parse_workload_log) and _workload_ranks (the ranks compared with each other,
-percentile, the shape of every workload result).
+_workload_log (parse_workload_log), _workload_ranks (the ranks' step times compared with each
+other, percentile, the shape of every workload result) and _workload_integrity (parameters
+identical on every rank, non-finite losses and loss spikes).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,6 +34,7 @@ import math
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, is_number, join_names)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload_integrity import _integrity_checks
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload_log import (
     REGEX_OPTIONAL, REGEX_REQUIRED, _label, parse_workload_log)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload_ranks import _rank_checks, _result, percentile
@@ -53,6 +57,9 @@ DEFAULT_OPTIONS = {
     "max_step_ms": 0,           # > 0: the median step p50 above this fails the run
     "sm_clock_drop": 0.10,      # a GPU this fraction below the others' SM clock is named as slow
     "temp_c_high": 85,          # a GPU at or above this temperature is named as hot
+    "param_check_every": 0,     # > 0: parameter checksums were asked for every N steps (their absence is an error)
+    "loss_spike_ratio": 2.0,    # a loss above this times the median of the rank's previous losses: a warning (0: off)
+    "loss_spike_window": 10,    # ... of this many previous steps
     "nodes": [],                # the nodes in rank order (Slurm block distribution) ...
     "ranks_per_node": 0,        # ... and ranks per node: where a missing rank should have run
     "rc": None,                 # the launcher's exit status
@@ -64,7 +71,7 @@ DEFAULT_OPTIONS = {
 
 _NUMERIC = ("warmup_steps", "min_steps", "expected_steps", "straggler_ratio", "straggler_k", "straggler_min_ms",
             "tail_ratio", "tail_min_steps", "spread_warn", "max_step_ms", "sm_clock_drop", "temp_c_high",
-            "ranks_per_node")
+            "ranks_per_node", "param_check_every", "loss_spike_ratio", "loss_spike_window")
 
 
 def _options(options):
@@ -169,9 +176,12 @@ def judge_workload(parsed, expected_ranks=None, options=None):
         record = ranks[rank]
         for problem in record.get("errors") or []:
             attributed.add(problem)
-        if record.get("errors"):
-            message = "; ".join(record["errors"])
-            if record.get("done") is None and last[rank] == min(last.values()) < reached:
+        for problem in record.get("param_errors") or []:
+            attributed.add(problem)
+        problems = list(record.get("errors") or []) + list(record.get("param_errors") or [])
+        if problems:
+            message = "; ".join(problems)
+            if record.get("errors") and record.get("done") is None and last[rank] == min(last.values()) < reached:
                 message += " (it stopped first: other ranks reached step %d, waiting for it)" % reached
             results.append(_result("workload.parse", ERROR, message, rank=rank,
                                    node=record.get("node") or _expected_node(rank, opts), gpu=record.get("gpu")))
@@ -190,6 +200,7 @@ def judge_workload(parsed, expected_ranks=None, options=None):
     results.extend(_rank_checks(usable, parsed.get("gpu_samples"), opts))
     if not any(r["status"] in (FAIL, ERROR) for r in results) and not usable:
         results.append(_result("workload.parse", ERROR, "no rank has enough steps to judge"))
+    results.extend(_integrity_checks(ranks, parsed, opts))
     return results
 
 

@@ -17,11 +17,12 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     lines_of, new_result, strip_launcher_prefix)
 
 
-_MARKER = re.compile(r"\bGPUCLUSTER_(WORKLOAD|STEP|GPU|DONE|ERROR)\b(.*)$")
+_MARKER = re.compile(r"\bGPUCLUSTER_(WORKLOAD|STEP|PARAMS|GPU|DONE|ERROR)\b(.*)$")
 _MESSAGE = re.compile(r'\bmessage="(.*?)"?\s*$')
 _INT = re.compile(r"^\d+$")
+_CHECKSUM = re.compile(r"^[0-9a-f]{16}$")
 REGEX_REQUIRED = ("rank", "compute_ms", "sync_ms")
-REGEX_OPTIONAL = ("node", "gpu", "step", "step_ms", "local_rank")
+REGEX_OPTIONAL = ("node", "gpu", "step", "step_ms", "local_rank", "loss")
 
 
 def _number(text):
@@ -38,6 +39,20 @@ def _number(text):
 def _int(text):
     text = (text or "").strip()
     return int(text) if _INT.match(text) else None
+
+
+def _loss(text):
+    """(finite float, None), (None, 'nan' / 'inf' / '-inf') for a non-finite loss, or (None, None)
+    when the text is not a number."""
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None, None
+    if math.isnan(value):
+        return None, "nan"
+    if math.isinf(value):
+        return None, "inf" if value > 0 else "-inf"
+    return value, None
 
 
 def _fields(rest, lineno, kind):
@@ -70,8 +85,9 @@ def _label(rank, node=None, gpu=None):
 
 def _new_rank(rank):
     return {"rank": rank, "node": None, "gpu": None, "local_rank": None, "steps": 0, "step_numbers": [],
-            "compute_ms": [], "sync_ms": [], "step_ms": [], "header": False, "done": None,
-            "done_steps": None, "errors": []}
+            "compute_ms": [], "sync_ms": [], "step_ms": [], "loss": [], "nonfinite_loss": [], "header": False,
+            "log_format": None, "done": None, "done_steps": None, "param_checks": [], "param_errors": [],
+            "errors": []}
 
 
 def _compile(regex, result):
@@ -107,7 +123,7 @@ def _note_identity(record, fields, lineno, result):
             result["errors"].append(problem)
 
 
-def _add_step(ranks, fields, lineno, result, seen, source):
+def _add_step(ranks, fields, lineno, result, seen, source, text=""):
     """One step record from fields (strings); returns nothing, records problems."""
     rank = _int(fields.get("rank"))
     if rank is None:
@@ -148,6 +164,19 @@ def _add_step(ranks, fields, lineno, result, seen, source):
             return
     else:
         step = record["step_numbers"][-1] + 1 if record["step_numbers"] else 0
+    loss, nonfinite = None, None
+    if fields.get("loss") not in (None, ""):
+        loss, nonfinite = _loss(fields["loss"])
+        if loss is None and nonfinite is None:
+            problem = "line %d: %s of rank %d: loss=%s is not a number" % (lineno, source, rank, fields["loss"])
+            record["errors"].append(problem)
+            result["errors"].append(problem)
+            return
+    elif (record["log_format"] or 0) >= 2:  # the reference workload logs a loss in every step line
+        problem = "line %d: %s of rank %d step %d has no loss (line cut off)" % (lineno, source, rank, step)
+        record["errors"].append(problem)
+        result["errors"].append(problem)
+        return
     if (rank, step) in seen:
         problem = "line %d: rank %d step %d appears twice (line %d too): two runs in one log?" % (
             lineno, rank, step, seen[(rank, step)])
@@ -162,6 +191,41 @@ def _add_step(ranks, fields, lineno, result, seen, source):
     record["sync_ms"].append(values["sync_ms"])
     if "step_ms" in values:
         record["step_ms"].append(values["step_ms"])
+    record["loss"].append(loss)
+    if nonfinite:
+        record["nonfinite_loss"].append({"step": step, "loss": nonfinite, "line": text.strip()})
+
+
+def _param_check(ranks, fields, lineno, result, seen, line):
+    """One GPUCLUSTER_PARAMS line: a rank's parameter checksum after a step.
+
+    A line that cannot be read is an error of its rank (param_errors) and of the log, beside the
+    checksums of the other lines; it does not make the rank's step times untrusted.
+    """
+    rank = _int(fields.get("rank"))
+    if rank is None:
+        result["errors"].append("line %d: GPUCLUSTER_PARAMS without a valid rank (line garbled or cut off)" % lineno)
+        return
+    record = ranks.setdefault(rank, _new_rank(rank))
+    step, checksum = _int(fields.get("step")), fields.get("checksum")
+    problem = None
+    if step is None:
+        problem = "line %d: GPUCLUSTER_PARAMS of rank %d: step %r is not a non-negative integer (line garbled)" % (
+            lineno, rank, fields.get("step"))
+    elif checksum is None or not _CHECKSUM.match(checksum):
+        problem = "line %d: GPUCLUSTER_PARAMS of rank %d step %d: checksum %r is not 16 hex digits (line garbled " \
+                  "or cut off)" % (lineno, rank, step, (checksum or "")[:40])
+    elif (rank, step) in seen:
+        problem = "line %d: GPUCLUSTER_PARAMS of rank %d step %d appears twice (line %d too): two runs in one " \
+                  "log?" % (lineno, rank, step, seen[(rank, step)])
+    if problem:
+        record["param_errors"].append(problem)
+        result["errors"].append(problem)
+        return
+    seen[(rank, step)] = lineno
+    _note_identity(record, fields, lineno, result)
+    record["param_checks"].append({"step": step, "checksum": checksum, "device": fields.get("device") or None,
+                                   "tensors": _int(fields.get("tensors")), "line": line.strip()})
 
 
 def _gpu_sample(fields, lineno, result):
@@ -194,13 +258,16 @@ def parse_workload_log(text, regex=None):
     training script of your own; GPUCLUSTER_* lines other than GPUCLUSTER_STEP are still read.
 
     Returns {ranks: {rank (int): {node, gpu, local_rank, steps, step_numbers, compute_ms,
-    sync_ms, step_ms, done, done_steps, errors}}, gpu_samples: [{node, gpu, t, sm_mhz,
-    sm_max_mhz, temp_c, power_w}], world, backend, device, model, compute_clock, format, errors,
-    warnings}.
+    sync_ms, step_ms, loss (per step: a finite float, or None when not logged or not finite),
+    nonfinite_loss ([{step, loss: nan|inf|-inf, line}]), param_checks ([{step, checksum, device,
+    tensors, line}]), param_errors, log_format, done, done_steps, errors}}, gpu_samples: [{node,
+    gpu, t, sm_mhz, sm_max_mhz, temp_c, power_w}], world, backend, device, model, compute_clock,
+    param_check_every (from the GPUCLUSTER_WORKLOAD lines, None when they do not say), format,
+    errors, warnings}.
     Never raises; anything missing, garbled or cut off is a sentence in errors.
     """
     result = new_result(ranks={}, gpu_samples=[], world=None, backend=None, device=None, model=None,
-                        compute_clock=None, format="regex" if regex else "reference")
+                        compute_clock=None, param_check_every=None, format="regex" if regex else "reference")
     if not isinstance(text, str):
         result["errors"].append("expected the log as text, got %s" % type(text).__name__)
         return result
@@ -210,7 +277,8 @@ def parse_workload_log(text, regex=None):
     if not text.strip():
         result["errors"].append("empty output: the workload printed nothing")
         return result
-    ranks, seen, worlds, markers = result["ranks"], {}, {}, {"WORKLOAD": 0, "DONE": 0, "STEP": 0}
+    ranks, seen, seen_params, worlds = result["ranks"], {}, {}, {}
+    markers = {"WORKLOAD": 0, "DONE": 0, "STEP": 0}
     for lineno, raw_line in enumerate(lines_of(text), 1):
         line = strip_launcher_prefix(raw_line)
         match = _MARKER.search(line)
@@ -219,7 +287,7 @@ def parse_workload_log(text, regex=None):
             if found:
                 fields = dict((k, v) for k, v in found.groupdict().items() if v is not None)
                 markers["STEP"] += 1
-                _add_step(ranks, fields, lineno, result, seen, "step line")
+                _add_step(ranks, fields, lineno, result, seen, "step line", line)
             continue
         if match is None:
             continue
@@ -232,10 +300,13 @@ def parse_workload_log(text, regex=None):
             continue
         if kind == "STEP":
             markers["STEP"] += 1
-            _add_step(ranks, fields, lineno, result, seen, "GPUCLUSTER_STEP")
+            _add_step(ranks, fields, lineno, result, seen, "GPUCLUSTER_STEP", line)
             continue
         if kind == "GPU":
             _gpu_sample(fields, lineno, result)
+            continue
+        if kind == "PARAMS":
+            _param_check(ranks, fields, lineno, result, seen_params, line)
             continue
         rank = _int(fields.get("rank"))
         if rank is None:
@@ -256,6 +327,10 @@ def parse_workload_log(text, regex=None):
             for key in ("backend", "device", "model", "compute_clock"):
                 if fields.get(key) and result[key] is None:
                     result[key] = fields[key]
+            record["log_format"] = _int(fields.get("format"))
+            every = _int(fields.get("param_check_every"))
+            if every is not None:
+                result["param_check_every"] = max(every, result["param_check_every"] or 0)
         elif kind == "ERROR":
             problem = "%s failed: %s" % (_label(rank, record["node"], record["gpu"]),
                                          fields.get("message") or "(no message)")
