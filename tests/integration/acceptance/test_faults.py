@@ -14,16 +14,17 @@ RUN_A = {
     "gpu002": ({"kind": "nvlink_down", "gpus": [2, 5]}, {"topology": "GPU2", "nccl_single_node": None}),
     "gpu003": ({"kind": "nic_down", "nic": "mlx5_3"}, {"infiniband": "mlx5_3"}),
     "gpu004": ({"kind": "nic_degraded", "nic": "mlx5_1", "rate": 200}, {"infiniband": "mlx5_1"}),
-    # dcgmi tests the 7 GPUs it sees: the profile requires 8
+    # dcgmi and the SDC probe test the 7 GPUs they see: the profile requires 8
     "gpu005": ({"kind": "gpu_missing", "gpu": 6},
-               {"topology": None, "gpu_health": None, "dcgm": None, "nccl_single_node": None}),
+               {"topology": None, "gpu_health": None, "dcgm": None, "nccl_single_node": None, "sdc": None}),
     "gpu006": ({"kind": "ecc_uncorrectable", "gpu": 1, "count": 2}, {"gpu_health": "GPU1", "dcgm": None}),
     "gpu007": ({"kind": "row_remap_pending", "gpu": 4}, {"gpu_health": "GPU4", "dcgm": None}),
     "gpu008": ({"kind": "xid", "gpu": 3, "xid": 79}, {"gpu_health": "GPU3"}),
     "gpu009": ({"kind": "xid", "gpu": 0, "xid": 48}, {"gpu_health": "GPU0"}),
     "gpu010": ({"kind": "xid", "gpu": 7, "xid": 94}, {"gpu_health": "GPU7"}),
-    "gpu011": ({"kind": "throttle", "gpu": 2, "reason": "thermal"}, {"gpu_health": "GPU2"}),
-    "gpu012": ({"kind": "throttle", "gpu": 5, "reason": "power"}, {"gpu_health": "GPU5"}),
+    # A throttled GPU also computes below the floor and its peers (the SDC probe's compute floor).
+    "gpu011": ({"kind": "throttle", "gpu": 2, "reason": "thermal"}, {"gpu_health": "GPU2", "sdc": "GPU2"}),
+    "gpu012": ({"kind": "throttle", "gpu": 5, "reason": "power"}, {"gpu_health": "GPU5", "sdc": "GPU5"}),
     "gpu013": ({"kind": "dcgm_fail", "gpu": 3, "test": "Targeted Stress"}, {"dcgm": None}),
     "gpu014": ({"kind": "slow_node", "factor": 0.5}, {}),  # only multi-node tests can see it
     "gpu015": ({"kind": "ib_counters_rising", "nic": "mlx5_2", "counter": "symbol_error", "per_call": 5},
@@ -128,7 +129,7 @@ def test_junit_is_valid_for_jenkins_and_gitlab_readers(run_a):
     xmlschema.XMLSchema(str(FIXTURES / "junit" / "junit-ci.xsd")).validate(str(run_a.dir / "junit.xml"))
     cases = list(run_a.junit.iter("testcase"))
     assert len(cases) == len(run_a.results["checks"])
-    stages = {"preflight", "topology", "gpu_health", "dcgm", "infiniband", "nccl_single_node"}
+    stages = {"preflight", "topology", "gpu_health", "dcgm", "sdc", "infiniband", "nccl_single_node"}
     assert set(c.get("classname") for c in cases) >= stages
 
 

@@ -99,6 +99,18 @@ def test_failing_node_is_drained_with_tagged_reason_junit_and_history(runner, cl
     assert lines[0]["time"].endswith("Z")
 
 
+def test_sdc_between_jobs_drains_the_node_of_the_corrupting_gpu(runner, cluster):
+    faults = [{"kind": "sdc", "node": "gpu002", "gpu": 6, "probability": 0.5}]
+    run = runner.run("sdc2", faults, args=["-e", '{"node_health_stages": ["gpu_health", "sdc"], "node_health_budget": 200}'])
+    assert run.rc != 0, run.output
+    reasons = sinfo_reasons(cluster)
+    assert set(reasons) == {"gpu002"}, (reasons, run.output)
+    assert reasons["gpu002"].startswith("gpucluster: sdc: "), reasons
+    assert {b for b in run.bad() if b[0] != "localhost"} == {("gpu002", "sdc")}
+    (check,) = [c for c in run.bad_checks("gpu002") if c["check"] == "sdc.consistency"]
+    assert check["component"] == "GPU6 (00000000:BA:00.0)"
+
+
 def test_cap_refuses_when_nine_of_sixteen_fail_and_drains_nothing(runner, cluster):
     bad = ["gpu%03d" % i for i in range(1, 10)]
     run = runner.run("nine", [xid(n) for n in bad], nodes="gpu_nodes")

@@ -148,6 +148,9 @@ def test_missing_environment_fails_like_a_host_without_the_device(cluster):
     ({"kind": "hang", "node": "gpu001", "tool": "lspci"}, "faults[0].tool: 'lspci' is not a simulated tool"),
     ({"kind": "no_mpi", "node": "gpu001", "speed": 1}, "faults[0].speed: unknown key for no_mpi"),
     ({"kind": "nvlink_down", "node": "gpu001", "gpus": [0, 1], "link": "NV18"}, "faults[0].link: must be NV1..NV17"),
+    ({"kind": "sdc", "node": "gpu001", "gpu": 0, "probability": 1.5}, "faults[0].probability: must be a number > 0 and <= 1"),
+    ({"kind": "sdc", "node": "gpu001", "gpu": 0, "workloads": ["gemm_int8"]}, "faults[0].workloads: must be a list of SDC"),
+    ({"kind": "slow_gpu", "node": "gpu001", "gpu": 9, "factor": 0.5}, "faults[0].gpu: 9 is not a GPU of this profile"),
 ])
 def test_spec_errors_name_the_key(tmp_path, fault, message):
     bad = dict(SPEC, faults=[fault])
@@ -687,3 +690,23 @@ def test_a_hung_peer_blocks_the_whole_nccl_step(cluster):
     assert partial.startswith("# nccl-tests version ") and partial.endswith("(GB/s)         \n")
     assert re.search(r"^#  Rank 15 Group  0 Pid +\d+ on +gpu008 device  7 ", partial, re.M)
     assert srun(cluster, "all_reduce_perf", args, ["gpu004", "gpu008"], 1, 0).returncode == 0
+
+
+def test_sdc_hook_names_the_faulty_gpus_by_bus_id(tmp_path):
+    data = dict(SPEC, faults=[{"kind": "sdc", "node": "gpu001", "gpu": 5, "probability": 0.1, "workloads": ["gemm_bf16"]},
+                              {"kind": "slow_gpu", "node": "gpu001", "gpu": 2, "factor": 0.75},
+                              {"kind": "throttle", "node": "gpu001", "gpu": 3, "reason": "thermal"}])
+    path = tmp_path / "sdc.yml"
+    path.write_text(yaml.safe_dump(data))
+    env = {"PATH": os.environ["PATH"], "GPUCLUSTER_SIM_PYTHON": sys.executable, "GPUCLUSTER_SIM_SPEC": str(path)}
+    out = subprocess.run([str(BIN / "gpusim-sdc-hook")], capture_output=True, text=True, timeout=30, check=False,
+                         env=dict(env, GPUCLUSTER_SIM_NODE="gpu001"))
+    hook = json.loads(out.stdout)
+    assert hook["simulated"] is True and hook["peak_tflops"]["bf16"] == 989.5
+    assert hook["gpus"]["00000000:AB:00.0"] == {"sdc_probability": 0.1, "sdc_workloads": ["gemm_bf16"]}
+    assert hook["gpus"]["00000000:3A:00.0"] == {"throughput_factor": 0.75}
+    # A throttled GPU computes at its forced-down clock.
+    assert 0.5 < hook["gpus"]["00000000:5D:00.0"]["throughput_factor"] < 0.7
+    other = subprocess.run([str(BIN / "gpusim-sdc-hook")], capture_output=True, text=True, timeout=30, check=False,
+                           env=dict(env, GPUCLUSTER_SIM_NODE="gpu002"))
+    assert json.loads(other.stdout)["gpus"] == {}
