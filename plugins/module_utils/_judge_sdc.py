@@ -317,8 +317,8 @@ def fleet_metrics(parsed, suspects):
         if is_number(r.get("tflops")):
             entry["tflops"][r["workload"]] = r["tflops"]
     return {"part": "/".join(names) or None,
-            "software": "driver %s, torch %s, CUDA %s, %s" % (header.get("driver"), header.get("torch"),
-                                                            header.get("cuda_runtime"), header.get("device")),
+            "software": "driver %s, torch %s, CUDA %s, %s" % (
+                header.get("driver"), header.get("torch"), header.get("cuda_runtime"), header.get("device")),
             "simulated": bool(header.get("simulated")), "size": header.get("size"), "seed": header.get("seed"),
             "gpus": gpus, "suspects": suspects}
 

@@ -58,7 +58,7 @@ def run_tool(argv, timeout):
     """(rc, stdout) of a short helper command; (None, reason) when it cannot run in time."""
     try:
         proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                              universal_newlines=True)
+                              universal_newlines=True, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, "%s: %s" % (argv[0], exc)
     return proc.returncode, proc.stdout if proc.returncode == 0 else (proc.stderr or proc.stdout)
@@ -277,7 +277,7 @@ class Workload:
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     p.add_argument("--precisions", default="fp32,tf32,bf16", help="GEMM precisions, comma-separated")
     p.add_argument("--no-extra", action="store_true", help="GEMMs only (no reduction, elementwise)")

@@ -5,8 +5,6 @@ PyTorch code on the CPU, the simulation hook flips bits of one GPU's results (al
 probability) and slows one GPU's simulated device clock. Every verdict is read from the run's
 validated results.json, and a replay of the captured outputs must give the same verdicts.
 """
-import json
-
 import pytest
 
 from harness import SimRun, spec
@@ -38,7 +36,7 @@ def faulty(tmp_path_factory):
 
 
 def test_always_corrupting_gpu_is_named_by_node_and_bus_id(faulty):
-    run, _ = faulty
+    run = faulty[0]
     (check,) = [c for c in bad(run, "gpu001") if c["check"] == "sdc.consistency"]
     assert BUS[5] in check["component"] and "GPU5" in check["component"]
     assert "in every iteration" in check["message"] and "first at iteration 0" in check["message"]
@@ -47,7 +45,7 @@ def test_always_corrupting_gpu_is_named_by_node_and_bus_id(faulty):
 
 
 def test_intermittent_corruption_is_named_with_its_rate(faulty):
-    run, _ = faulty
+    run = faulty[0]
     (check,) = [c for c in bad(run, "gpu002") if c["check"] == "sdc.consistency"]
     assert BUS[1] in check["component"]
     assert "intermittently, rate" in check["message"]
@@ -56,7 +54,7 @@ def test_intermittent_corruption_is_named_with_its_rate(faulty):
 
 
 def test_slow_gpu_is_named_by_the_floor_and_the_peers(faulty):
-    run, _ = faulty
+    run = faulty[0]
     failed = bad(run, "gpu003")
     assert {c["check"] for c in failed} == {"sdc.compute", "sdc.peers"}
     for check in failed:
@@ -66,7 +64,7 @@ def test_slow_gpu_is_named_by_the_floor_and_the_peers(faulty):
 
 
 def test_clean_node_passes_and_says_what_it_proved(faulty):
-    run, _ = faulty
+    run = faulty[0]
     assert bad(run, "gpu004") == []
     messages = " | ".join(c["message"] for c in sdc_checks(run, "gpu004"))
     assert "on 8 GPUs, at least 20 iterations" in messages

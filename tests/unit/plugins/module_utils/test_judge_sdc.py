@@ -17,8 +17,8 @@ def _text(name):
     return (FIXTURES / "sdc" / name).read_text()
 
 
-def _judge(text, profile=PROFILE, options=OPTIONS):
-    return judge_sdc_stage({"sdc-probe": text}, profile, options)
+def _judge(text, profile=PROFILE, options=None):
+    return judge_sdc_stage({"sdc-probe": text}, profile, OPTIONS if options is None else options)
 
 
 def _bad(checks):
@@ -46,7 +46,7 @@ def test_the_odd_gpu_is_named_by_index_and_bus_id():
 
 
 def test_intermittent_corruption_has_its_rate_and_first_iteration():
-    checks, _ = _judge(_text("gpu002.jsonl"))
+    checks = _judge(_text("gpu002.jsonl"))[0]
     (bad,) = [c for c in _bad(checks) if c["check"] == "sdc.consistency"]
     assert bad["component"] == "GPU1 (00000000:2A:00.0)"
     for workload in bad["metrics"]["workloads"]:
@@ -55,7 +55,7 @@ def test_intermittent_corruption_has_its_rate_and_first_iteration():
 
 
 def test_slow_gpu_fails_the_floor_with_what_nvidia_smi_showed():
-    checks, _ = _judge(_text("gpu003.jsonl"))
+    checks = _judge(_text("gpu003.jsonl"))[0]
     (bad,) = _bad(checks)
     assert bad["check"] == "sdc.compute" and bad["component"] == "GPU2 (00000000:3A:00.0)"
     assert "below the compute floor of 60 % of the dense peak" in bad["message"]
@@ -63,7 +63,7 @@ def test_slow_gpu_fails_the_floor_with_what_nvidia_smi_showed():
 
 
 def test_probe_on_the_cpu_of_a_gpu_node_tests_nothing():
-    checks, _ = _judge(_text("cpu_no_hook.jsonl"), options={"precisions": ["fp32"], "min_iterations": 3})
+    checks = _judge(_text("cpu_no_hook.jsonl"), options={"precisions": ["fp32"], "min_iterations": 3})[0]
     setup = [c for c in checks if c["check"] == "sdc.setup"]
     assert [c["status"] for c in setup] == ["error"]
     assert "no GPU was tested" in setup[0]["message"] and setup[0]["component"] == "pytorch"
@@ -73,23 +73,23 @@ def test_probe_on_the_cpu_of_a_gpu_node_tests_nothing():
 def test_fewer_gpus_or_workloads_than_asked_is_not_a_pass():
     lines = _text("gpu004.jsonl").splitlines()
     kept = [l for l in lines if json.loads(l).get("gpu") != 7]
-    checks, _ = _judge("\n".join(kept))
+    checks = _judge("\n".join(kept))[0]
     (coverage,) = [c for c in checks if c["check"] == "sdc.coverage"]
     assert coverage["status"] == "fail" and "tested 7 of the 8 GPUs" in coverage["message"]
-    checks, _ = _judge(_text("gpu004.jsonl"), options=dict(OPTIONS, precisions=["fp64", "fp32", "tf32", "bf16", "fp16"]))
+    checks = _judge(_text("gpu004.jsonl"), options=dict(OPTIONS, precisions=["fp64", "fp32", "tf32", "bf16", "fp16"]))[0]
     (coverage,) = [c for c in checks if c["check"] == "sdc.coverage"]
     assert coverage["status"] == "fail" and "did not run gemm_fp16" in coverage["message"]
 
 
 def test_too_few_iterations_is_not_a_pass():
-    checks, _ = _judge(_text("gpu004.jsonl"), options=dict(OPTIONS, min_iterations=50))
+    checks = _judge(_text("gpu004.jsonl"), options=dict(OPTIONS, min_iterations=50))[0]
     (coverage,) = [c for c in checks if c["check"] == "sdc.coverage"]
     assert coverage["status"] == "fail" and "fewer than 50 iterations" in coverage["message"]
 
 
 def test_killed_probe_is_an_error_beside_its_findings():
     lines = _text("gpu001.jsonl").splitlines()
-    checks, _ = _judge("\n".join(l for l in lines if '"done"' not in l))
+    checks = _judge("\n".join(l for l in lines if '"done"' not in l))[0]
     assert any(c["check"] == "sdc.parse" and c["status"] == "error" and "did not finish" in c["message"] for c in checks)
     assert any(c["check"] == "sdc.consistency" and c["status"] == "fail" for c in checks)
 
@@ -97,7 +97,7 @@ def test_killed_probe_is_an_error_beside_its_findings():
 def test_garbled_line_is_an_error_and_a_foreign_line_a_warning():
     lines = _text("gpu004.jsonl").splitlines()
     text = "\n".join(["[W init.cpp:767] Warning: something from libtorch"] + lines[:3] + ['{"record": "res'] + lines[3:])
-    checks, _ = _judge(text)
+    checks = _judge(text)[0]
     parse = [c for c in checks if c["check"] == "sdc.parse"]
     assert sorted(c["status"] for c in parse) == ["error", "pass"]
     assert any(c["message"].startswith("warning:") for c in parse)
@@ -105,9 +105,9 @@ def test_garbled_line_is_an_error_and_a_foreign_line_a_warning():
 
 
 def test_no_output_and_no_header():
-    checks, _ = _judge("")
+    checks = _judge("")[0]
     assert [c["status"] for c in checks] == ["error"]
-    checks, _ = _judge('{"record": "done", "iterations": 1, "seconds": 1}')
+    checks = _judge('{"record": "done", "iterations": 1, "seconds": 1}')[0]
     assert _bad(checks) and all(c["check"] == "sdc.parse" for c in checks)
 
 
@@ -115,7 +115,7 @@ def test_nondeterministic_run_cannot_be_compared():
     lines = _text("gpu004.jsonl").splitlines()
     header = json.loads(lines[0])
     header["deterministic"]["use_deterministic_algorithms"] = False
-    checks, _ = _judge("\n".join([json.dumps(header)] + lines[1:]))
+    checks = _judge("\n".join([json.dumps(header)] + lines[1:]))[0]
     assert any(c["check"] == "sdc.setup" and c["status"] == "error" and "deterministic" in c["message"] for c in checks)
 
 
@@ -149,6 +149,6 @@ def test_reference_error_above_tolerance_fails_and_non_finite_fails():
         if rec.get("record") == "result" and rec["gpu"] == 4 and rec["workload"] == "gemm_fp32":
             rec["reference"]["max_rel_err"] = "non-finite"
         out.append(json.dumps(rec))
-    checks, _ = _judge("\n".join(out))
+    checks = _judge("\n".join(out))[0]
     bad = sorted(c["component"] for c in _bad(checks) if c["check"] == "sdc.reference")
     assert bad == ["GPU3 (00000000:5D:00.0)", "GPU4 (00000000:9A:00.0)"]
