@@ -165,3 +165,21 @@ def without_node_python(inventory, interpreter="/nonexistent/python3"):
     data["all"]["children"]["gpu_nodes"]["vars"]["ansible_python_interpreter"] = interpreter
     Path(inventory).write_text(yaml.safe_dump(data, sort_keys=False))
     return inventory
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 nobody listens on now (a rendezvous port for the workload)."""
+    import socket  # pylint: disable=import-outside-toplevel
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def torch_sim(tmp_path_factory, name, seed, count=4):
+    """A running SimRun for the workload tests; no torch is a failed prerequisite, never a skip."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    import pytest  # pylint: disable=import-outside-toplevel
+    if importlib.util.find_spec("torch") is None:
+        pytest.fail("torch is not installed in %s: pip install torch==2.13.0 (requirements.txt)" % sys.prefix,
+                    pytrace=False)
+    return SimRun(spec(name, count=count, seed=seed), tmp_path_factory.mktemp(name))

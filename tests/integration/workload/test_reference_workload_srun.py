@@ -8,9 +8,7 @@ The four ranks share two (busy) cores, so elapsed compute times mostly measure t
 (healthy ranks' p50s differ by up to 2.5x here); the runs use --compute-clock cpu (each rank's CPU
 time; the slowdown is busy work), which keeps healthy ranks within ~10 %.
 """
-import importlib.util
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +16,7 @@ import time
 import pytest
 
 from conftest import REPO
-from harness import Run, SimRun, ansible_env, spec
+from harness import Run, ansible_env, free_port, torch_sim
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload import (
@@ -35,18 +33,10 @@ CPU_OPTIONS = {"straggler_ratio": 1.5, "spread_warn": 1.5}
 SLOW_MS = 100
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
-    if importlib.util.find_spec("torch") is None:  # a prerequisite, like Slurm: fail, never skip
-        pytest.fail("torch is not installed in %s: pip install torch==2.13.0 (requirements.txt)" % sys.prefix,
-                    pytrace=False)
-    with SimRun(spec("wlsrun", count=4, seed=3), tmp_path_factory.mktemp("workload")) as running:
+    with torch_sim(tmp_path_factory, "wlsrun", 3) as running:
         yield running
 
 

@@ -7,9 +7,7 @@ name that rank's node and GPU, the step it diverged at, and nothing else; a repl
 artifacts (the captured log alone) must say the same. A clean run passes the new checks on every
 node.
 """
-import importlib.util
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -17,7 +15,7 @@ import time
 import pytest
 
 from conftest import REPO
-from harness import Run, SimRun, ansible_env, spec
+from harness import Run, ansible_env, free_port, torch_sim
 
 pytestmark = pytest.mark.integration
 
@@ -27,18 +25,10 @@ NODES = ["gpu001", "gpu002", "gpu003", "gpu004"]
 CPU_OPTIONS = {"straggler_ratio": 1.5, "spread_warn": 1.5}
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
-    if importlib.util.find_spec("torch") is None:  # a prerequisite, like Slurm: fail, never skip
-        pytest.fail("torch is not installed in %s: pip install torch==2.13.0 (requirements.txt)" % sys.prefix,
-                    pytrace=False)
-    with SimRun(spec("wlrank", count=4, seed=5), tmp_path_factory.mktemp("wlrank")) as running:
+    with torch_sim(tmp_path_factory, "wlrank", 5) as running:
         yield running
 
 
