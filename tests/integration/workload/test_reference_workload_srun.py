@@ -33,7 +33,6 @@ CPU_OPTIONS = {"straggler_ratio": 1.5, "spread_warn": 1.5}
 SLOW_MS = 100
 
 
-
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     with torch_sim(tmp_path_factory, "wlsrun", 3) as running:

@@ -25,7 +25,6 @@ NODES = ["gpu001", "gpu002", "gpu003", "gpu004"]
 CPU_OPTIONS = {"straggler_ratio": 1.5, "spread_warn": 1.5}
 
 
-
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory):
     with torch_sim(tmp_path_factory, "wlrank", 5) as running:
