@@ -20,6 +20,7 @@ PACKAGES=(
   python3-apt      # ansible.builtin.apt in the provisioning roles' molecule scenarios
   prometheus       # promtool check metrics for the node_exporter textfile output
   chromium fonts-dejavu-core   # the HTML report is opened and screenshotted headless
+  rsync            # the data-transfer tests copy a tree with it, as users do
 )
 # shellcheck disable=SC2206  # word splitting of the extra list is intended
 [[ -n "${PACKAGES_EXTRA:-}" ]] && PACKAGES+=(${PACKAGES_EXTRA})

@@ -190,7 +190,9 @@ class CallbackModule(CallbackBase):
                 continue
             stage = item.get("stage", "unknown")
             if isinstance(item.get("document"), dict) and item["document"]:
-                self._documents[stage] = item["document"]  # e.g. the fabric's matrix and rounds
+                # e.g. the fabric's matrix and rounds; a stage publishing in parts (the data
+                # transfer's verification, then its progress) adds to its document.
+                self._documents[stage] = dict(self._documents.get(stage) or {}, **item["document"])
             node = item.get("node")
             if node is None and host == "localhost":
                 owner = "_" + stage  # a controller-side stage: its raw outputs in raw/_<stage>/

@@ -17,6 +17,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _repo
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
     BAD, Problem, build_view, is_number, natural_key)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc, num
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view
 
 _TONES = {"pass": "pass", "cleared": "pass", "marginal": "warn", "suspect": "warn", "intermittent": "warn",
           "fail": "fail", "low": "fail", "pinned": "fail", "timeout": "fail", "untested": "error", "error": "error"}
@@ -357,6 +358,9 @@ def render_html(document, run_dir=None):
             _section("workload", "Step times per rank (workload)", _step_times, view),
             _section("rounds", "Fabric localisation rounds", _rounds, view),
         ])
+    transfer = transfer_view(document) if isinstance(document, dict) else None
+    if transfer is not None:  # only runs of playbooks/data_transfer.yml have one
+        parts.append(_section("transfer", "Data transfer", lambda _view: render_transfer(transfer), view))
     parts.append("<footer>gpucluster.acceptance report, results schema %s. Self-contained: nothing on this page is "
                  "loaded from elsewhere.</footer>\n</body>\n</html>\n" % esc((view or {}).get("schema") or "?"))
     return "".join(parts)

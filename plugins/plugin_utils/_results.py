@@ -225,6 +225,10 @@ def _raw_index(raw):
     return index
 
 
+# Stage documents a results document carries: stage name -> key.
+DOCUMENT_KEYS = {"fabric": "fabric", "workload": "workload", "baseline": "baseline", "data_transfer": "transfer"}
+
+
 def build_document(run, checks, targets=(), raw=None, documents=None, state="complete"):
     """The results.json document of a run.
 
@@ -268,8 +272,9 @@ def build_document(run, checks, targets=(), raw=None, documents=None, state="com
         "raw": raw,
     }
     for name, value in sorted((documents or {}).items()):
-        if name in ("fabric", "workload", "baseline") and isinstance(value, dict):
-            document[name] = finite(value, "/" + name, replaced)
+        key = DOCUMENT_KEYS.get(name)
+        if key and isinstance(value, dict):
+            document[key] = finite(value, "/" + key, replaced)
     ranks = _rank_rows(records)
     for record in records:  # the rows live once, in workload.ranks
         if record["check"] == "workload.node" and record["stage"] == "workload" and record.get("metrics"):

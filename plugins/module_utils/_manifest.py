@@ -1,0 +1,372 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Transfer manifests: create one for a tree, verify a copy against it (in shards), follow a copy.
+
+A manifest directory holds:
+- gpucluster-manifest.jsonl  the index: a header {algorithm, files, bytes, created} and one line
+                             per file {path, size, digest}; every other file is made from it
+- manifest-<alg>.txt, bagit.txt, bag-info.txt
+                             a BagIt (RFC 8493) bag's tag files, payload paths under data/: link
+                             the copy as data/ and any BagIt tool validates it
+- <ALG>SUMS                  "digest  path" lines, for sha256sum -c / sha512sum -c / md5sum -c
+Creating is resumable: finished files go to manifest.journal.jsonl as they are hashed, and a
+re-run reuses every journal entry whose size and mtime are unchanged. Verifying reports each file
+that is missing, of the wrong size, of the wrong checksum, extra, or still being written
+(``*.part``, rsync's ``.name.XXXXXX``); it can be split in shards (nodes) balanced by bytes, and
+with a cache it rehashes only the files that changed since the last verification.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+
+try:
+    import xxhash
+    HAS_XXHASH = True
+except ImportError:  # pragma: no cover - only the xxh3 algorithm needs it
+    xxhash = None
+    HAS_XXHASH = False
+
+INDEX = "gpucluster-manifest.jsonl"
+JOURNAL = "manifest.journal.jsonl"
+CHUNK = 4 * 1024 * 1024
+# Names of files still being written: download/partial suffixes and rsync's temporary
+# ".<name>.<6 random characters>" (rsync without --inplace/--partial-dir).
+PARTIAL_PATTERNS = ("*.part", "*.partial", "*.tmp", "*.crdownload", "*.filepart")
+_RSYNC_TEMP = re.compile(r"^\..+\.[A-Za-z0-9]{6}$")
+HASHLIB = ("sha256", "sha512", "sha1", "md5", "blake2b")
+ALGORITHMS = HASHLIB + ("xxh3", "xxh64")
+MAX_LISTED = 1000
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be made or read; the message says which file and why."""
+
+
+def new_hash(algorithm):
+    if algorithm in HASHLIB:
+        return hashlib.new(algorithm)
+    if algorithm in ("xxh3", "xxh64"):
+        if not HAS_XXHASH:
+            raise ManifestError("algorithm %s needs the Python package xxhash on this host" % algorithm)
+        return xxhash.xxh3_128() if algorithm == "xxh3" else xxhash.xxh64()
+    raise ManifestError("unknown algorithm %r (known: %s)" % (algorithm, ", ".join(ALGORITHMS)))
+
+
+def hash_file(path, algorithm):
+    digest = new_hash(algorithm)
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(CHUNK)
+            if not block:
+                break
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def is_partial(relpath, patterns=PARTIAL_PATTERNS):
+    name = relpath.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatch(name, p) for p in patterns) or bool(_RSYNC_TEMP.match(name))
+
+
+def walk(root, exclude=()):
+    """[(relpath, size, mtime_ns)] of the regular files under root, sorted; symlinks are not followed."""
+    out = []
+    root = os.path.abspath(root)
+    for directory, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in files:
+            full = os.path.join(directory, name)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            if any(fnmatch.fnmatch(rel, p) for p in exclude):
+                continue
+            try:
+                st = os.lstat(full)
+            except OSError:
+                continue  # removed while we walked: the next look sees it gone
+            if not os.path.islink(full) and os.path.isfile(full):
+                out.append((rel, st.st_size, st.st_mtime_ns))
+    out.sort()
+    return out
+
+
+def _atomic_write(path, text):
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _read_jsonl(path):
+    rows = []
+    if not os.path.exists(path):
+        return rows
+    with open(path) as handle:
+        for line in handle:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by the interruption: that file is hashed again
+    return rows
+
+
+def _hash_all(jobs, algorithm, workers, done):
+    """Hash [(relpath, fullpath, size, mtime_ns)] on ``workers`` threads; done(entry) per file."""
+    def one(job):
+        rel, full, size, mtime = job
+        return {"path": rel, "size": size, "mtime_ns": mtime, "digest": hash_file(full, algorithm)}
+    if workers <= 1:
+        for job in jobs:
+            done(one(job))
+        return
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for entry in pool.map(one, jobs):
+            done(entry)
+
+
+def create_manifest(root, out_dir, algorithm="sha256", workers=4, exclude=(), partial_patterns=PARTIAL_PATTERNS,
+                    check_mode=False):
+    """Hash every file of ``root`` into the manifest directory ``out_dir``; resumable."""
+    new_hash(algorithm)  # an unknown or unavailable algorithm fails before any work
+    if not os.path.isdir(root):
+        raise ManifestError("%s is not a directory" % root)
+    started = time.time()
+    files = walk(root, exclude)
+    partial = [f for f in files if is_partial(f[0], partial_patterns)]
+    files = [f for f in files if not is_partial(f[0], partial_patterns)]
+    journal_path = os.path.join(out_dir, JOURNAL)
+    known = {}
+    for row in _read_jsonl(journal_path):
+        if row.get("algorithm") == algorithm and isinstance(row.get("path"), str):
+            known[row["path"]] = row
+    reuse, jobs = {}, []
+    for rel, size, mtime in files:
+        row = known.get(rel)
+        if row and row.get("size") == size and row.get("mtime_ns") == mtime and row.get("digest"):
+            reuse[rel] = row
+        else:
+            jobs.append((rel, os.path.join(root, rel), size, mtime))
+    summary = {"files": len(files), "bytes": sum(f[1] for f in files), "reused": len(reuse),
+               "hashed": len(jobs), "skipped_partial": [f[0] for f in partial][:MAX_LISTED],
+               "algorithm": algorithm, "manifest": out_dir}
+    if check_mode:
+        summary["hashed_bytes"] = sum(j[2] for j in jobs)
+        return summary
+    if not os.path.isdir(out_dir):
+        os.makedirs(out_dir)
+    lock = threading.Lock()
+    entries = dict(reuse)
+    with open(journal_path, "a") as journal:
+        def done(entry):
+            with lock:
+                entries[entry["path"]] = entry
+                journal.write(json.dumps(dict(entry, algorithm=algorithm), sort_keys=True) + "\n")
+                journal.flush()  # an interrupted run keeps every file hashed so far
+        _hash_all(jobs, algorithm, workers, done)
+        os.fsync(journal.fileno())
+    ordered = [entries[rel] for rel, _s, _m in files]
+    write_manifest(out_dir, algorithm, ordered, root)
+    os.remove(journal_path)
+    elapsed = max(time.time() - started, 1e-9)
+    summary.update({"hashed_bytes": sum(j[2] for j in jobs), "seconds": round(elapsed, 3),
+                    "bytes_per_s": round(sum(j[2] for j in jobs) / elapsed, 1)})
+    return summary
+
+
+def write_manifest(out_dir, algorithm, entries, root=None):
+    total = sum(e["size"] for e in entries)
+    header = {"manifest": "gpucluster-manifest", "version": 1, "algorithm": algorithm, "files": len(entries),
+              "bytes": total, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "source": root}
+    lines = [json.dumps(header, sort_keys=True)]
+    lines.extend(json.dumps({"path": e["path"], "size": e["size"], "digest": e["digest"]}, sort_keys=True)
+                 for e in entries)
+    bag_alg = "sha512" if algorithm == "sha512" else algorithm
+    # BagIt names payload paths under data/ with percent-encoded CR, LF and % (RFC 8493 2.1.3).
+    encoded = [e["path"].replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A") for e in entries]
+    _atomic_write(os.path.join(out_dir, "manifest-%s.txt" % bag_alg),
+                  "".join("%s  data/%s\n" % (e["digest"], p) for e, p in zip(entries, encoded)))
+    _atomic_write(os.path.join(out_dir, "bagit.txt"), "BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n")
+    _atomic_write(os.path.join(out_dir, "bag-info.txt"),
+                  "Bagging-Date: %s\nPayload-Oxum: %d.%d\nBag-Software-Agent: gpucluster.acceptance data_manifest\n"
+                  % (header["created"][:10], total, len(entries)))
+    if algorithm in HASHLIB:
+        _atomic_write(os.path.join(out_dir, "%sSUMS" % algorithm.upper()),
+                      "".join("%s  %s\n" % (e["digest"], e["path"]) for e in entries))
+    _atomic_write(os.path.join(out_dir, INDEX), "\n".join(lines) + "\n")  # last: it marks the manifest done
+
+
+def load_manifest(path):
+    """{algorithm, entries [{path, size, digest}], bytes} from a manifest directory (the index, or a
+    bag's manifest-<alg>.txt when there is no index: sizes then unknown) or an index file."""
+    index = os.path.join(path, INDEX) if os.path.isdir(path) else path
+    if os.path.isfile(index):
+        rows = _read_jsonl(index)
+        if not rows or rows[0].get("manifest") != "gpucluster-manifest":
+            raise ManifestError("%s is not a gpucluster manifest index" % index)
+        header, entries = rows[0], rows[1:]
+        if len(entries) != header.get("files"):
+            raise ManifestError("%s lists %d files, its header %s: cut short?" % (index, len(entries), header.get("files")))
+        return {"algorithm": header["algorithm"], "entries": entries, "bytes": header.get("bytes")}
+    if os.path.isdir(path):
+        for name in sorted(os.listdir(path)):
+            m = re.match(r"^manifest-([a-z0-9]+)\.txt$", name)
+            if m:
+                entries = []
+                with open(os.path.join(path, name)) as handle:
+                    for number, line in enumerate(handle, 1):
+                        parts = line.rstrip("\n").split(None, 1)
+                        if len(parts) != 2 or not parts[1].startswith("data/"):
+                            raise ManifestError("%s line %d is not 'digest  data/path'" % (name, number))
+                        rel = parts[1][5:].replace("%0A", "\n").replace("%0D", "\r").replace("%25", "%")
+                        entries.append({"path": rel, "size": None, "digest": parts[0].lower()})
+                return {"algorithm": m.group(1), "entries": entries, "bytes": None}
+    raise ManifestError("no manifest at %s (neither %s nor a BagIt manifest-<alg>.txt)" % (path, INDEX))
+
+
+def _stable_shard(rel, shards):
+    return zlib.crc32(rel.encode("utf-8")) % shards
+
+
+def shard_entries(entries, shard, shards):
+    """The entries of shard ``shard`` of ``shards``: largest files first to the lightest shard
+    (deterministic: every node computes the same split from the same manifest)."""
+    if shards <= 1:
+        return list(entries)
+    load = [0] * shards
+    mine = []
+    for entry in sorted(entries, key=lambda e: (-(e.get("size") or 0), e["path"])):
+        target = min(range(shards), key=lambda i: (load[i], i))
+        load[target] += (entry.get("size") or 0) + 1
+        if target == shard:
+            mine.append(entry)
+    return mine
+
+
+def verify(root, manifest, shard=0, shards=1, cache_path=None, workers=4, partial_patterns=PARTIAL_PATTERNS,
+           exclude=(), check_mode=False):
+    """Check this shard's files of ``manifest`` under ``root``; see the module docs for the result."""
+    if not 0 <= shard < shards:
+        raise ManifestError("shard %d is not one of 0..%d" % (shard, shards - 1))
+    algorithm = manifest["algorithm"]
+    new_hash(algorithm)
+    mine = shard_entries(manifest["entries"], shard, shards)
+    present = dict((rel, (size, mtime)) for rel, size, mtime in walk(root, exclude)) if os.path.isdir(root) else {}
+    listed = set(e["path"] for e in manifest["entries"])
+    cache = {}
+    if cache_path and os.path.exists(cache_path):
+        for row in _read_jsonl(cache_path):
+            if row.get("algorithm") == algorithm and isinstance(row.get("path"), str):
+                cache[row["path"]] = row
+    result = {"shard": shard, "shards": shards, "algorithm": algorithm, "root": root, "checked": len(mine),
+              "bytes": sum(e.get("size") or 0 for e in mine), "ok": 0, "rehashed": 0, "reused": 0,
+              "missing": [], "size_mismatch": [], "checksum_mismatch": [], "extra": [], "partial": []}
+    jobs = []
+    for entry in mine:
+        rel = entry["path"]
+        if rel not in present:
+            result["missing"].append(rel)
+            continue
+        size, mtime = present[rel]
+        if entry.get("size") is not None and size != entry["size"]:
+            result["size_mismatch"].append({"path": rel, "expected": entry["size"], "found": size})
+            continue
+        seen = cache.get(rel)
+        if seen and seen.get("size") == size and seen.get("mtime_ns") == mtime and seen.get("expected") == entry["digest"]:
+            result["reused"] += 1
+            if seen.get("digest") == entry["digest"]:
+                result["ok"] += 1
+            else:
+                result["checksum_mismatch"].append({"path": rel, "expected": entry["digest"], "found": seen.get("digest")})
+            continue
+        jobs.append((rel, os.path.join(root, rel), size, mtime))
+    expected = dict((e["path"], e["digest"]) for e in mine)
+    fresh = []
+
+    def done(found):
+        fresh.append(found)
+    _hash_all(jobs, algorithm, workers, done)
+    for found in fresh:
+        result["rehashed"] += 1
+        want = expected[found["path"]]
+        cache[found["path"]] = {"path": found["path"], "size": found["size"], "mtime_ns": found["mtime_ns"],
+                                "digest": found["digest"], "expected": want, "algorithm": algorithm}
+        if found["digest"] == want:
+            result["ok"] += 1
+        else:
+            result["checksum_mismatch"].append({"path": found["path"], "expected": want, "found": found["digest"]})
+    for rel in sorted(present):
+        if rel in listed or _stable_shard(rel, shards) != shard:
+            continue
+        if is_partial(rel, partial_patterns):
+            result["partial"].append({"path": rel, "size": present[rel][0]})
+        else:
+            result["extra"].append(rel)
+    for key in ("missing", "extra"):
+        result[key].sort()
+    for key in ("size_mismatch", "checksum_mismatch", "partial"):
+        result[key].sort(key=lambda item: item["path"])
+    if cache_path and not check_mode:
+        directory = os.path.dirname(os.path.abspath(cache_path))
+        if not os.path.isdir(directory):
+            os.makedirs(directory)
+        _atomic_write(cache_path, "".join(json.dumps(row, sort_keys=True) + "\n" for _p, row in sorted(cache.items())))
+    return result
+
+
+def progress(root, manifest, state_path=None, window_s=600.0, price_per_gb=None, now=None, check_mode=False,
+             partial_patterns=PARTIAL_PATTERNS):
+    """How much of ``manifest`` has arrived under ``root`` (by size, no hashing), the rate over the
+    last ``window_s`` seconds of observations kept in ``state_path``, the ETA and the egress cost
+    of what remains. Files still being written count with the bytes they have."""
+    now = time.time() if now is None else now
+    present = dict((rel, size) for rel, size, _m in walk(root)) if os.path.isdir(root) else {}
+    total = sum(e.get("size") or 0 for e in manifest["entries"])
+    complete, arrived = 0, 0
+    for entry in manifest["entries"]:
+        size = present.get(entry["path"])
+        if size is None:
+            continue
+        if entry.get("size") is not None and size == entry["size"]:
+            complete += 1
+            arrived += size
+        else:
+            arrived += min(size, entry.get("size") or size)
+    in_flight = sum(size for rel, size in present.items() if is_partial(rel, partial_patterns))
+    arrived = min(arrived + in_flight, total)
+    history = [row for row in _read_jsonl(state_path) if isinstance(row.get("t"), (int, float))] if state_path else []
+    history.append({"t": now, "bytes": arrived})
+    window = [row for row in history if now - row["t"] <= window_s]
+    rate = None
+    if len(window) >= 2 and window[-1]["t"] > window[0]["t"]:
+        rate = (window[-1]["bytes"] - window[0]["bytes"]) / (window[-1]["t"] - window[0]["t"])
+    remaining = total - arrived
+    eta = None
+    if remaining == 0:
+        eta = 0.0
+    elif rate and rate > 0:
+        eta = remaining / rate
+    if state_path and not check_mode:
+        kept = [row for row in history if now - row["t"] <= max(window_s * 4, 3600)]
+        _atomic_write(state_path, "".join(json.dumps(row) + "\n" for row in kept))
+    out = {"files_total": len(manifest["entries"]), "files_complete": complete, "bytes_total": total,
+           "bytes_arrived": arrived, "bytes_remaining": remaining,
+           "fraction": round(float(arrived) / total, 6) if total else 1.0,
+           "rate_bytes_per_s": round(rate, 1) if rate is not None else None,
+           "window_s": window_s, "observations": len(window),
+           "eta_s": round(eta, 1) if eta is not None else None, "time": now}
+    if price_per_gb is not None:
+        out["remaining_cost"] = round(remaining / 1e9 * float(price_per_gb), 2)
+        out["price_per_gb"] = float(price_per_gb)
+    return out
