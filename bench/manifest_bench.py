@@ -40,7 +40,7 @@ def make_tree(root, megabytes, file_mb=64):
     while left > 0:
         size = min(file_mb, left)
         with open(os.path.join(root, "shard-%04d.tar" % index), "wb") as handle:
-            for _ in range(size):
+            for _block in range(size):
                 handle.write(os.urandom(1024 * 1024))
         left -= size
         index += 1
@@ -48,7 +48,7 @@ def make_tree(root, megabytes, file_mb=64):
 
 def best_of(root, algorithm, workers, repeats):
     times = []
-    for _ in range(repeats):
+    for _repeat in range(repeats):
         out = tempfile.mkdtemp(prefix="manifest-bench-")
         started = time.perf_counter()
         create_manifest(root, out, algorithm=algorithm, workers=workers)

@@ -407,6 +407,18 @@ def inventory(spec, run_dir=None):
         "check_sdc_sample_s": 1.0,
         "check_sdc_sim_hook": "gpusim-sdc-hook",
         "check_sdc_timeout": 300,
+        # The data loader probe: small synthetic shards per node, one worker, one pass; the
+        # storage hook gives the simulated read bandwidth (slow_storage faults).
+        "check_data_loader_python": sys.executable,
+        "check_data_loader_generate_dir": "%s/loader/{{ inventory_hostname }}" % run_dir,
+        "check_data_loader_samples": 256,
+        "check_data_loader_sample_kb": 16,
+        "check_data_loader_shard_samples": 32,
+        "check_data_loader_gpus": 1,
+        "check_data_loader_workers_per_gpu": 1,
+        "check_data_loader_seconds": 0,
+        "check_data_loader_sim_hook": "gpusim-storage-hook",
+        "check_data_loader_consume_samples_per_s": 100000,
     })
     return {
         "all": {

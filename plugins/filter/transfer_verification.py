@@ -16,7 +16,7 @@ description:
     another checksum (C(transfer.checksum)), still being written (C(transfer.in_progress)) or
     extra (C(transfer.extra)), named by its path; a C(transfer.verified) check per shard; and an
     C(error) for each shard that did not report, whose files were therefore not verified.
-  - Checks about files have no node (cluster checks): a file is no node's hardware.
+  - Checks about files have no node (they are cluster checks), as a file is no node's hardware.
 options:
   _input:
     description: Per node, its data_manifest verify result (a failed or skipped task result is an unreported shard).

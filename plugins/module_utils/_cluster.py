@@ -6,6 +6,8 @@
 Checks:
 - uniform_<field>   driver, VBIOS, NIC firmware, DCGM and NCCL versions identical on all nodes
 - peers_<metric>    single-node busbw far below the peers' median
+- peers_samples_per_s  loader throughput far below the peers' (data_loader, data_loader_alone)
+- loader.contention the loader's throughput with every node reading at once against alone
 - sdc.*             every GPU's SDC probe results and GEMM throughput against all GPUs of the same
                     part and software in the run (_judge_sdc_fleet)
 - gpu.identity      per node: the tools that list GPUs (nvidia-smi -L / --query-gpu in preflight,
@@ -21,7 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
-    ERROR, FAIL, PASS, check_result, join_names, warning_result)
+    ERROR, FAIL, PASS, check_result, fmt_num, is_number, join_names, warning_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health import (
     name_missing, profile_layout)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import normalize_bus_id
@@ -40,6 +42,8 @@ UNIFORM_FIELDS = (
 # Numbers where a node far below its peers fails even above the profile's floor.
 PEER_METRICS = (
     ("nccl_single_node", "busbw", "single-node busbw", "GB/s"),
+    ("data_loader", "samples_per_s", "loader throughput (all nodes at once)", "samples/s"),
+    ("data_loader_alone", "samples_per_s", "loader throughput (alone)", "samples/s"),
 )
 
 
@@ -80,10 +84,29 @@ def judge_cluster(states, profile=None):
                                  min_nodes=options.get("min_nodes", 3))
             results.append(_stage_result(stage, checks))
     results.extend(judge_gpu_identity(states, profile))
+    contention = judge_loader_contention(states)
+    if contention:
+        results.append(_stage_result("data_loader", contention))
     sdc = judge_sdc_fleet(states, profile)
     if sdc:
         results.append(_stage_result("sdc", sdc))
     return results
+
+
+def judge_loader_contention(states):
+    """Per node, what its loaders delivered with every node reading at once against alone."""
+    alone = _metric(states, "data_loader_alone", "samples_per_s")
+    together = _metric(states, "data_loader", "samples_per_s")
+    checks = []
+    for node in sorted(set(alone) & set(together)):
+        if not (is_number(alone[node]) and is_number(together[node]) and alone[node] > 0):
+            continue
+        ratio = together[node] / alone[node]
+        checks.append(check_result(
+            "loader.contention", PASS, "%s loader with all nodes reading at once: %s samples/s, %d %% of the %s it "
+            "delivers alone" % (node, fmt_num(together[node]), int(round(ratio * 100)), fmt_num(alone[node])),
+            {"alone": alone[node], "together": together[node], "ratio": round(ratio, 4)}, node))
+    return checks
 
 
 # -------------------------------------------------------------------------------- GPU identity

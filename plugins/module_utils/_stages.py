@@ -25,6 +25,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_dcgm 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infiniband import judge_infiniband_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl import judge_nccl_single_node_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_sdc import judge_sdc_stage
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_loader import judge_loader_stage
 
 # stage -> (tools it needs, function(outputs by tool, profile, options) -> (checks, metrics)).
 # An output is None when a replayed set did not capture that tool; the function judges the rest
@@ -42,6 +43,9 @@ STAGES = {
     # Known-answer probe on every GPU at once (roles/check_sdc); compared across the cluster in
     # _judge_sdc_fleet.
     "sdc": (("sdc-probe",), judge_sdc_stage),
+    # Data loader throughput (roles/check_data_loader): each node on its own, then all at once.
+    "data_loader_alone": (("loader-probe",), judge_loader_stage),
+    "data_loader": (("loader-probe",), judge_loader_stage),
 }
 
 

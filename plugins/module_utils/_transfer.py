@@ -133,8 +133,8 @@ def transfer_progress(report, stall_after_s=None):
     if eta is not None and report.get("bytes_remaining"):
         parts.append("ETA %s" % human_seconds(eta))
     if report.get("remaining_cost") is not None:
-        parts.append("the remaining %s cost %.2f at %.4f per GB" % (human_bytes(report.get("bytes_remaining")),
-                                                                     report["remaining_cost"], report["price_per_gb"]))
+        parts.append("the remaining %s cost %.2f at %.4f per GB" % (
+            human_bytes(report.get("bytes_remaining")), report["remaining_cost"], report["price_per_gb"]))
     message = "; ".join(parts)
     if not report.get("bytes_remaining"):
         check = check_result("transfer.progress", PASS, "transfer complete by size: " + message, dict(report))

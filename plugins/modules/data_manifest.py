@@ -85,7 +85,8 @@ options:
     type: list
     elements: str
     default: ["*.part", "*.partial", "*.tmp", "*.crdownload", "*.filepart"]
-author: gpucluster.acceptance contributors
+author:
+  - gpucluster.acceptance maintainers (@gpucluster)
 """
 
 EXAMPLES = r"""

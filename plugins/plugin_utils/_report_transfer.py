@@ -39,8 +39,8 @@ def render_transfer(view):
         facts = ["%s of %s files complete" % (progress.get("files_complete"), progress.get("files_total")),
                  "%s of %s arrived" % (human_bytes(progress.get("bytes_arrived")), human_bytes(progress.get("bytes_total")))]
         if _number(progress.get("rate_bytes_per_s")):
-            facts.append("%s/s over the last %s" % (human_bytes(progress["rate_bytes_per_s"]),
-                                                     human_seconds(progress.get("window_s") or 0)))
+            facts.append("%s/s over the last %s" % (
+                human_bytes(progress["rate_bytes_per_s"]), human_seconds(progress.get("window_s") or 0)))
         if _number(progress.get("eta_s")) and progress.get("bytes_remaining"):
             facts.append("ETA %s" % human_seconds(progress["eta_s"]))
         if _number(progress.get("remaining_cost")):

@@ -112,6 +112,21 @@ def sdc_hook(node, spec):
     return Result(json.dumps(data, sort_keys=True) + "\n", "", 0)
 
 
+# Nominal read bandwidth of a simulated node's local NVMe (bytes/s): a PCIe Gen4 NVMe array.
+STORAGE_READ_BYTES_PER_S = 2.0e9
+
+
+def storage_hook(node, spec):
+    """The data loader probe's simulated storage on ``node``: read bandwidth x slow_storage factors."""
+    import json  # pylint: disable=import-outside-toplevel
+    factor = 1.0
+    for f in spec.faults_for(node.name, kind="slow_storage"):
+        factor *= f["factor"]
+    data = {"simulated": True, "node": node.name, "read_bytes_per_s": STORAGE_READ_BYTES_PER_S * factor,
+            "shared_bytes_per_s": None}
+    return Result(json.dumps(data, sort_keys=True) + "\n", "", 0)
+
+
 def run_tool(tool, args, env=None):
     """Compute the Result of ``tool ARGS`` in ``env`` (no sleeping, no printing)."""
     env = os.environ if env is None else env
@@ -158,6 +173,8 @@ def run_tool(tool, args, env=None):
         result = nccl_tests.run(node, tool, args, other, env)
     elif tool == "sdc-hook":
         result = sdc_hook(node, spec)
+    elif tool == "storage-hook":
+        result = storage_hook(node, spec)
     else:
         result = Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
     return result, spec

@@ -23,7 +23,7 @@ DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0,
 
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
-         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook")
+         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook", "storage-hook")
 # tool_times keys: seconds each fake sleeps before printing.
 TOOL_TIME_KEYS = ("nvidia_smi", "dcgmi", "dcgmi_diag_r1", "dcgmi_diag_r2", "dcgmi_diag_r3", "dcgmi_diag_r4",
                   "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf", "all_gather_perf",
@@ -82,6 +82,8 @@ FAULTS = {
     "sdc": (("node", "gpu"), {"probability": 1.0, "workloads": None}),
     # A GPU computing at this fraction of its peers' throughput (the SDC probe's compute floor).
     "slow_gpu": (("node", "gpu", "factor"), {}),
+    # The node's storage reads at this fraction of the nominal (the data loader probe's clock).
+    "slow_storage": (("node", "factor"), {}),
 }
 # Workloads of the SDC probe (roles/check_sdc/files/gpucluster_sdc_probe.py) a sdc fault may name.
 SDC_WORKLOADS = ("gemm_fp64", "gemm_fp32", "gemm_tf32", "gemm_bf16", "gemm_fp16", "reduce_fp32", "elementwise_fp32")
@@ -414,7 +416,7 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
                 if not isinstance(workloads, list) or not workloads or any(w not in SDC_WORKLOADS for w in workloads):
                     fail(key + ".workloads", "must be a list of SDC probe workloads (%s), got %s"
                          % (", ".join(SDC_WORKLOADS), _show(workloads)))
-    elif kind == "slow_node":
+    elif kind in ("slow_node", "slow_storage"):
         positive(out["factor"], "factor", high=1)
         out["factor"] = float(out["factor"])
     elif kind == "degraded_uplink":

@@ -151,6 +151,7 @@ def test_missing_environment_fails_like_a_host_without_the_device(cluster):
     ({"kind": "sdc", "node": "gpu001", "gpu": 0, "probability": 1.5}, "faults[0].probability: must be a number > 0 and <= 1"),
     ({"kind": "sdc", "node": "gpu001", "gpu": 0, "workloads": ["gemm_int8"]}, "faults[0].workloads: must be a list of SDC"),
     ({"kind": "slow_gpu", "node": "gpu001", "gpu": 9, "factor": 0.5}, "faults[0].gpu: 9 is not a GPU of this profile"),
+    ({"kind": "slow_storage", "node": "gpu001", "factor": 0}, "faults[0].factor: must be a number > 0 and <= 1"),
 ])
 def test_spec_errors_name_the_key(tmp_path, fault, message):
     bad = dict(SPEC, faults=[fault])
@@ -710,3 +711,18 @@ def test_sdc_hook_names_the_faulty_gpus_by_bus_id(tmp_path):
     other = subprocess.run([str(BIN / "gpusim-sdc-hook")], capture_output=True, text=True, timeout=30, check=False,
                            env=dict(env, GPUCLUSTER_SIM_NODE="gpu002"))
     assert json.loads(other.stdout)["gpus"] == {}
+
+
+def test_storage_hook_gives_the_slow_nodes_bandwidth(tmp_path):
+    data = dict(SPEC, faults=[{"kind": "slow_storage", "node": "gpu001", "factor": 0.25}])
+    path = tmp_path / "storage.yml"
+    path.write_text(yaml.safe_dump(data))
+    env = {"PATH": os.environ["PATH"], "GPUCLUSTER_SIM_PYTHON": sys.executable, "GPUCLUSTER_SIM_SPEC": str(path)}
+    rates = {}
+    for node in ("gpu001", "gpu002"):
+        out = subprocess.run([str(BIN / "gpusim-storage-hook")], capture_output=True, text=True, timeout=30,
+                             check=False, env=dict(env, GPUCLUSTER_SIM_NODE=node))
+        hook = json.loads(out.stdout)
+        assert hook["simulated"] is True
+        rates[node] = hook["read_bytes_per_s"]
+    assert rates == {"gpu001": 0.5e9, "gpu002": 2.0e9}

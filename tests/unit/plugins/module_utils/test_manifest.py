@@ -27,8 +27,8 @@ def test_create_then_verify_clean(tmp_path, algorithm):
     assert manifest["algorithm"] == algorithm and [e["path"] for e in manifest["entries"]] == sorted(
         e["path"] for e in manifest["entries"])
     result = verify(str(src), manifest)
-    assert result["ok"] == 6 and not any(result[k] for k in ("missing", "size_mismatch", "checksum_mismatch", "extra",
-                                                                "partial"))
+    kinds = ("missing", "size_mismatch", "checksum_mismatch", "extra", "partial")
+    assert result["ok"] == 6 and not any(result[k] for k in kinds)
     assert (tmp_path / "m" / ("manifest-%s.txt" % algorithm)).exists()
     assert (tmp_path / "m" / "SHA256SUMS").exists() == (algorithm == "sha256")
 

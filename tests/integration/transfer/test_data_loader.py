@@ -1,0 +1,37 @@
+"""playbooks/data_loader.yml on the simulated cluster: real webdataset shards through a real torch
+DataLoader on each node, alone then all at once; the simulated storage clock makes a slow_storage
+node's rate exact. Verdicts from the run's validated results.json."""
+import pytest
+
+from harness import SimRun, spec
+
+pytestmark = pytest.mark.integration
+
+
+def loader_checks(run, node=None):
+    return [c for c in run.results["checks"] if c["stage"] in ("data_loader", "data_loader_alone")
+            and (node is None or c["node"] == node)]
+
+
+def test_slow_storage_node_is_named_with_its_rate_and_cap(tmp_path):
+    faults = [{"kind": "slow_storage", "node": "gpu003", "factor": 0.5}]
+    with SimRun(spec("ldr", faults, count=4), tmp_path) as sim:
+        run = sim.acceptance(playbook_name="data_loader.yml")
+    assert run.rc != 0
+    bad = sorted({(c["node"], c["stage"]) for c in loader_checks(run) if c["status"] in ("fail", "error")})
+    assert bad == [("gpu003", "data_loader"), ("gpu003", "data_loader_alone")], bad
+    (cap,) = [c for c in loader_checks(run, "gpu003") if c["check"] == "loader.utilisation" and c["stage"] == "data_loader"]
+    assert "delivers 61035 samples/s, the GPUs consume 100000: the loader caps utilisation at 61 %" in cap["message"]
+    peers = [c for c in loader_checks(run, "gpu003") if c["check"] == "peers_samples_per_s"]
+    assert peers and all(c["status"] == "fail" and "50 % below the cluster median" in c["message"] for c in peers)
+    contention = [c for c in loader_checks(run) if c["check"] == "loader.contention"]
+    assert len(contention) == 4
+
+
+def test_clean_cluster_passes(tmp_path):
+    with SimRun(spec("ldrc", count=3), tmp_path) as sim:
+        run = sim.acceptance(playbook_name="data_loader.yml")
+    assert run.rc == 0, run.output[-3000:]
+    ok = [c for c in loader_checks(run) if c["check"] == "loader.utilisation"]
+    assert len(ok) == 6 and all(c["status"] == "pass" for c in ok)
+    assert all("read 256 samples" in c["message"] for c in loader_checks(run) if c["check"] == "loader.throughput")
