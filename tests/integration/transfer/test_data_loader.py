@@ -35,3 +35,20 @@ def test_clean_cluster_passes(tmp_path):
     ok = [c for c in loader_checks(run) if c["check"] == "loader.utilisation"]
     assert len(ok) == 6 and all(c["status"] == "pass" for c in ok)
     assert all("read 256 samples" in c["message"] for c in loader_checks(run) if c["check"] == "loader.throughput")
+
+
+def test_consumption_rate_from_an_acceptance_runs_workload(tmp_path):
+    import json
+    from conftest import FIXTURES
+    results = FIXTURES / "report" / "demo_run" / "results.json"
+    step = dict((r["node"], r["step_p50_ms"]) for r in json.loads(results.read_text())["workload"]["ranks"])
+    with SimRun(spec("ldrw", count=3), tmp_path) as sim:
+        run = sim.acceptance("-e", "check_data_loader_workload_results=%s" % results,
+                             "-e", "check_data_loader_samples_per_step=30000", "-e", "check_data_loader_isolation=false",
+                             playbook_name="data_loader.yml")
+    caps = dict((c["node"], c) for c in loader_checks(run) if c["check"] == "loader.utilisation")
+    assert sorted(caps) == ["gpu001", "gpu002", "gpu003"]
+    for node, check in caps.items():
+        want = 30000 / (step[node] / 1000.0)
+        assert check["metrics"]["consume_samples_per_s"] == pytest.approx(want, rel=1e-5)
+        assert (check["status"] == "fail") == (122070.31 < 0.95 * want), check["message"]
