@@ -18,6 +18,7 @@ import threading
 import time
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guard
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
 
 STAGE = "fabric"
 _RAW_FOLDER = os.path.join("raw", "_" + STAGE)
@@ -144,7 +145,7 @@ class Runner(object):
             return
         if self.raw_dir:
             # On disk as soon as it finished: a run killed later keeps every group that ran.
-            _write_atomic(os.path.join(self.raw_dir, key + ".txt"), kept["output"])
+            write_atomic(os.path.join(self.raw_dir, key + ".txt"), kept["output"])
             kept["output"] = None  # the callback indexes the file instead of writing it again
         with self._lock:
             self.raw[key] = kept
@@ -174,18 +175,6 @@ class Runner(object):
         for thread in threads:
             thread.join()
         return records
-
-
-def _write_atomic(path, text):
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.rename(tmp, path)
 
 
 def raw_key_retry(key):

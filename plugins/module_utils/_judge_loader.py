@@ -19,8 +19,7 @@ The slowest nodes against their peers and the all-at-once / alone ratio are clus
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
-
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import probe_records
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, warning_result)
 
@@ -29,18 +28,8 @@ TOOL = "loader-probe"
 
 def parse_loader_probe(text):
     out = {"header": None, "done": None, "probe_errors": [], "errors": [], "other": []}
-    for number, line in enumerate(str(text or "").splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        if not line.startswith("{"):
-            out["other"].append("line %d: %s" % (number, line[:160]))
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            rec = None
-        kind = rec.get("record") if isinstance(rec, dict) else None
+    for number, rec in probe_records(text, out):
+        kind = rec["record"]
         if kind == "header":
             out["header"] = rec
         elif kind == "done" and is_number(rec.get("samples")) and is_number(rec.get("seconds")):
@@ -48,7 +37,7 @@ def parse_loader_probe(text):
         elif kind == "error":
             out["probe_errors"].append(str(rec.get("message"))[:400])
         else:
-            out["errors"].append("line %d: not a probe record: %s" % (number, line[:120]))
+            out["errors"].append("line %d: not a probe record (%s)" % (number, str(kind)[:40]))
     return out
 
 

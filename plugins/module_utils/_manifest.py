@@ -30,6 +30,8 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
+
 try:
     import xxhash
     HAS_XXHASH = True
@@ -98,15 +100,6 @@ def walk(root, exclude=()):
                 out.append((rel, st.st_size, st.st_mtime_ns))
     out.sort()
     return out
-
-
-def _atomic_write(path, text):
-    tmp = "%s.tmp-%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def _read_jsonl(path):
@@ -192,19 +185,18 @@ def write_manifest(out_dir, algorithm, entries, root=None):
     lines = [json.dumps(header, sort_keys=True)]
     lines.extend(json.dumps({"path": e["path"], "size": e["size"], "digest": e["digest"]}, sort_keys=True)
                  for e in entries)
-    bag_alg = "sha512" if algorithm == "sha512" else algorithm
     # BagIt names payload paths under data/ with percent-encoded CR, LF and % (RFC 8493 2.1.3).
     encoded = [e["path"].replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A") for e in entries]
-    _atomic_write(os.path.join(out_dir, "manifest-%s.txt" % bag_alg),
-                  "".join("%s  data/%s\n" % (e["digest"], p) for e, p in zip(entries, encoded)))
-    _atomic_write(os.path.join(out_dir, "bagit.txt"), "BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n")
-    _atomic_write(os.path.join(out_dir, "bag-info.txt"),
-                  "Bagging-Date: %s\nPayload-Oxum: %d.%d\nBag-Software-Agent: gpucluster.acceptance data_manifest\n"
-                  % (header["created"][:10], total, len(entries)))
+    write_atomic(os.path.join(out_dir, "manifest-%s.txt" % algorithm),
+                 "".join("%s  data/%s\n" % (e["digest"], p) for e, p in zip(entries, encoded)))
+    write_atomic(os.path.join(out_dir, "bagit.txt"), "BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n")
+    write_atomic(os.path.join(out_dir, "bag-info.txt"),
+                 "Bagging-Date: %s\nPayload-Oxum: %d.%d\nBag-Software-Agent: gpucluster.acceptance data_manifest\n"
+                 % (header["created"][:10], total, len(entries)))
     if algorithm in HASHLIB:
-        _atomic_write(os.path.join(out_dir, "%sSUMS" % algorithm.upper()),
-                      "".join("%s  %s\n" % (e["digest"], e["path"]) for e in entries))
-    _atomic_write(os.path.join(out_dir, INDEX), "\n".join(lines) + "\n")  # last: it marks the manifest done
+        write_atomic(os.path.join(out_dir, "%sSUMS" % algorithm.upper()),
+                     "".join("%s  %s\n" % (e["digest"], e["path"]) for e in entries))
+    write_atomic(os.path.join(out_dir, INDEX), "\n".join(lines) + "\n")  # last: it marks the manifest done
 
 
 def load_manifest(path):
@@ -321,7 +313,7 @@ def verify(root, manifest, shard=0, shards=1, cache_path=None, workers=4, partia
         directory = os.path.dirname(os.path.abspath(cache_path))
         if not os.path.isdir(directory):
             os.makedirs(directory)
-        _atomic_write(cache_path, "".join(json.dumps(row, sort_keys=True) + "\n" for _p, row in sorted(cache.items())))
+        write_atomic(cache_path, "".join(json.dumps(row, sort_keys=True) + "\n" for _p, row in sorted(cache.items())))
     return result
 
 
@@ -359,7 +351,7 @@ def progress(root, manifest, state_path=None, window_s=600.0, price_per_gb=None,
         eta = remaining / rate
     if state_path and not check_mode:
         kept = [row for row in history if now - row["t"] <= max(window_s * 4, 3600)]
-        _atomic_write(state_path, "".join(json.dumps(row) + "\n" for row in kept))
+        write_atomic(state_path, "".join(json.dumps(row) + "\n" for row in kept))
     out = {"files_total": len(manifest["entries"]), "files_complete": complete, "bytes_total": total,
            "bytes_arrived": arrived, "bytes_remaining": remaining,
            "fraction": round(float(arrived) / total, 6) if total else 1.0,

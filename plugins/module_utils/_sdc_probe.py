@@ -21,12 +21,12 @@ Pure function: no I/O.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import math
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import probe_records
+
 _HEX = re.compile(r"^[0-9a-f]{32}$")
-_MAX_ERRORS = 20
 
 
 def _number(value):
@@ -73,22 +73,7 @@ def parse_sdc_probe(text):
     if text is None:
         return out
     seen = set()
-    for number, line in enumerate(str(text).splitlines(), 1):
-        line = line.strip()
-        if not line:
-            continue
-        if not line.startswith("{"):
-            if len(out["other"]) < _MAX_ERRORS:
-                out["other"].append("line %d: %s" % (number, line[:160]))
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            rec = None
-        if not isinstance(rec, dict) or not isinstance(rec.get("record"), str):
-            if len(out["errors"]) < _MAX_ERRORS:
-                out["errors"].append("line %d: not a probe record: %s" % (number, line[:120]))
-            continue
+    for number, rec in probe_records(text, out):
         kind = rec["record"]
         if kind == "header":
             if out["header"] is not None:

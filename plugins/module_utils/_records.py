@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.acceptance contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""JSON-lines outputs of this collection's own probes, and atomic text writes.
+
+probe_records(text, out) walks a probe's output (one JSON object with a "record" kind per line)
+the way every probe parser must: blank lines skipped; a line that is no JSON object at all (a
+library's warning on stderr, a shell prompt) goes to out["other"]; a line that starts like a
+record but does not parse (cut by a kill) goes to out["errors"]; each record is yielded with its
+line number, so the caller judges the rest — one bad line never costs the findings.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+
+MAX_LISTED = 20
+
+
+def probe_records(text, out):
+    """Yield (line number, record dict); fills out['other'] and out['errors'] (at most MAX_LISTED each)."""
+    for number, line in enumerate(str(text or "").splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith("{"):
+            if len(out["other"]) < MAX_LISTED:
+                out["other"].append("line %d: %s" % (number, line[:160]))
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            rec = None
+        if not isinstance(rec, dict) or not isinstance(rec.get("record"), str):
+            if len(out["errors"]) < MAX_LISTED:
+                out["errors"].append("line %d: not a probe record: %s" % (number, line[:120]))
+            continue
+        yield number, rec
+
+
+def write_atomic(path, text):
+    """Write ``text`` to ``path`` through a temporary file, fsync, rename: readers see old or new."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
