@@ -11,7 +11,8 @@ __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names, profile_get, warning_result)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_views import _ev, _invalid, _norm, _pass_evidence
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_views import (
+    _ev, _invalid, _norm, _pass_evidence, untrusted)
 
 
 def _judge_throttle(views, profile):
@@ -63,11 +64,9 @@ def _judge_temperature(views, profile):
     judged = []
     for view in views:
         label, name = view["label"], view["name"]
-        problems = _invalid(view, "temperature")
-        if problems:
-            results.append(check_result("gpu.temperature", ERROR, "%s temperatures cannot be trusted: %s"
-                                        % (name, "; ".join(problems)), {"problems": problems}, label,
-                                        evidence=_ev(view, "temperature"), tool=view["tool"]))
+        error = untrusted(view, "gpu.temperature", "temperatures", ("temperature",))
+        if error:
+            results.append(error)
             continue
         for what, value, cap, own in (("GPU", view.get("temp_gpu"), gpu_cap, view.get("limit_gpu")),
                                       ("memory", view.get("temp_mem"), mem_cap,

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names, profile_get, warning_result)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_views import _ev, _invalid, _pass_evidence
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_views import _ev, _pass_evidence, untrusted
 
 
 def _judge_ecc(views, profile):
@@ -24,11 +24,10 @@ def _judge_ecc(views, profile):
     for view in views:
         label, name = view["label"], view["name"]
         vol, agg, corr = view.get("ecc_vol_unc"), view.get("ecc_agg_unc"), view.get("ecc_vol_corr")
-        problems = _invalid(view, "ecc", "ecc_uncorrectable", "ecc_correctable")
-        if problems:
-            results.append(check_result("gpu.ecc", ERROR, "%s ECC counts cannot be trusted: %s"
-                                        % (name, "; ".join(problems)), {"problems": problems}, label,
-                                        evidence=_ev(view, "ecc_uncorrectable"), tool=view["tool"]))
+        error = untrusted(view, "gpu.ecc", "ECC counts", ("ecc", "ecc_uncorrectable", "ecc_correctable"),
+                          "ecc_uncorrectable")
+        if error:
+            results.append(error)
             continue
         if view.get("ecc_repair"):
             # Blackwell-era drivers: a memory repair waiting for a reset, or memory it cannot repair.
@@ -81,11 +80,9 @@ def _judge_retired(views, profile):
     reported = []
     for view in views:
         label, name = view["label"], view["name"]
-        problems = _invalid(view, "retired_pages")
-        if problems:
-            results.append(check_result("gpu.retired_pages", ERROR, "%s retired pages cannot be trusted: %s"
-                                        % (name, "; ".join(problems)), {"problems": problems}, label,
-                                        evidence=_ev(view, "retired_pages"), tool=view["tool"]))
+        error = untrusted(view, "gpu.retired_pages", "retired pages", ("retired_pages",))
+        if error:
+            results.append(error)
             continue
         sbe, dbe, pending = view.get("retired_sbe"), view.get("retired_dbe"), \
             view.get("retired_pending")
@@ -121,11 +118,9 @@ def _judge_remap(views, profile):
     reported = []
     for view in views:
         label, name = view["label"], view["name"]
-        problems = _invalid(view, "remapped_rows")
-        if problems:
-            results.append(check_result("gpu.remapped_rows", ERROR, "%s remapped rows cannot be trusted: %s"
-                                        % (name, "; ".join(problems)), {"problems": problems}, label,
-                                        evidence=_ev(view, "remapped_rows"), tool=view["tool"]))
+        error = untrusted(view, "gpu.remapped_rows", "remapped rows", ("remapped_rows",))
+        if error:
+            results.append(error)
             continue
         corr, unc = view.get("remap_corr"), view.get("remap_unc")
         pending, failure = view.get("remap_pending"), view.get("remap_failure")

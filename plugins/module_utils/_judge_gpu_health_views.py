@@ -13,6 +13,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
+    ERROR,
+    check_result,
     is_number,
     join_names,
     profile_get,
@@ -274,6 +276,16 @@ def _invalid(view, *areas):
     for area in areas:
         problems.extend((view.get("invalid") or {}).get(area) or [])
     return problems
+
+
+def untrusted(view, check, what, areas, evidence_area=None):
+    """An error result when the GPU's ``areas`` could not be read (the parser's problems), else None."""
+    problems = _invalid(view, *areas)
+    if not problems:
+        return None
+    return check_result(check, ERROR, "%s %s cannot be trusted: %s" % (view["name"], what, "; ".join(problems)),
+                        {"problems": problems}, view["label"], evidence=_ev(view, evidence_area or areas[0]),
+                        tool=view["tool"])
 
 
 def _usable(parsed):

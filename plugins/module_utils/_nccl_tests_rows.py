@@ -86,6 +86,11 @@ def _looks_like_deviation(token, number):
     return not float(number).is_integer() or (_is_int(exponent) and int(exponent) < 6)
 
 
+def _unreadable(what, token, why):
+    """The problem text for a cell finite_number could not read (why: 'not finite' or other)."""
+    return "%s %r is %s" % (what, token, "not a finite number" if why == "not finite" else "not a number")
+
+
 def _measure(side, name, token, where, problems):
     """One time/bandwidth/per-iteration cell into side[name]; False when the cell is N/A."""
     value, why = finite_number(token)
@@ -94,8 +99,7 @@ def _measure(side, name, token, where, problems):
         side[name] = None
         return False
     if why is not None:
-        problems.append("%s %r is %s" % (label, token, "not a finite number" if why == "not finite"
-                                         else "not a number"))
+        problems.append(_unreadable(label, token, why))
         side[name] = None
         return True
     if value < 0:
@@ -110,8 +114,7 @@ def _count_cell(side, token, where, guess, problems):
     if why == "missing":
         return
     if why is not None:
-        problems.append("%s #wrong %r is %s" % (where, token, "not a finite number"
-                                                if why == "not finite" else "not a number"))
+        problems.append(_unreadable(where + " #wrong", token, why))
         return
     if guess and _looks_like_deviation(token, value):
         _deviation(side, token, where, problems)
@@ -130,8 +133,7 @@ def _deviation(side, token, where, problems):
     if why == "missing":
         return
     if why is not None:
-        problems.append("%s error %r is %s" % (where, token, "not a finite number"
-                                               if why == "not finite" else "not a number"))
+        problems.append(_unreadable(where + " error", token, why))
         return
     if value < 0:
         problems.append("%s error %s is negative" % (where, token))
