@@ -42,6 +42,7 @@ try:
 except ImportError:  # pragma: no cover - imported by file path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import sshnodes
+import accounting  # noqa: E402  (sim/, as above)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_RUN_ROOT = REPO / ".build" / "sim"
@@ -81,6 +82,7 @@ TOP_KEYS = {
     "health_check": "{program, interval}: Slurm HealthCheckProgram",
     "topology": "generate topology/tree from fabric (default true)",
     "transport": "how Ansible reaches the nodes: local (default) or ssh (sim/sshnodes.py)",
+    "accounting": "true: MariaDB + slurmdbd for sacct / sacctmgr (sim/accounting.py; default false)",
 }
 REQUIRED_KEYS = ("name", "profile", "nodes")
 NODES_KEYS = ("prefix", "count", "width", "start")
@@ -131,6 +133,7 @@ class Spec:
     health_check = property(lambda self: self.data["health_check"])
     topology = property(lambda self: self.data["topology"])
     transport = property(lambda self: self.data.get("transport", "local"))
+    accounting = property(lambda self: self.data.get("accounting", False))
 
     @property
     def nodes(self):
@@ -338,6 +341,10 @@ def validate_spec(data, path=None):
     if transport not in TRANSPORTS:
         fail("transport", "must be one of %s, got %s" % (", ".join(TRANSPORTS), _show(transport)))
     out["transport"] = transport
+    acct = data.get("accounting", False)
+    if not isinstance(acct, bool):
+        fail("accounting", "must be true or false, got %s" % _show(acct))
+    out["accounting"] = acct
     return Spec(out, path)
 
 
@@ -419,6 +426,19 @@ def inventory(spec, run_dir=None):
         "check_data_loader_seconds": 0,
         "check_data_loader_sim_hook": "gpusim-storage-hook",
         "check_data_loader_consume_samples_per_s": 100000,
+        # The checkpoint probe: an 8 MB shard and 8 MB of fio per path, a directory per node as its
+        # NVMe and one shared by all as the shared file system; the storage hook gives the
+        # simulated bandwidths (slow_storage faults) and splits the shared one among the writers.
+        "check_checkpoint_python": sys.executable,
+        "check_checkpoint_local_path": "%s/nvme-{{ inventory_hostname }}" % run_dir,
+        "check_checkpoint_shared_path": "%s/shared-fs" % run_dir,
+        "check_checkpoint_create_paths": True,
+        "check_checkpoint_shard_mb": 8,
+        "check_checkpoint_fio_size_mb": 8,
+        "check_checkpoint_fio_iodepth": 8,
+        "check_checkpoint_fio_timeout": 60,
+        "check_checkpoint_timeout": 300,
+        "check_checkpoint_sim_hook": "gpusim-storage-hook",
     })
     return {
         "all": {
@@ -734,6 +754,9 @@ class SimCluster:
                                    "port": info.get("port"), "reachable": info.get("reachable", True)}
         expected = [n for n, i in out["slurmd"].items() if i["reachable"]]
         out["running"] = bool(state) and out["slurmctld"]["alive"] and all(out["slurmd"][n]["alive"] for n in expected)
+        if state.get("accounting"):
+            out["accounting"] = self._accounting().status(state["accounting"])
+            out["running"] = out["running"] and all(i["alive"] for i in out["accounting"].values())
         ssh = self._ssh()
         if ssh:
             out["sshd"] = ssh.status()
@@ -786,20 +809,27 @@ class SimCluster:
                 if pids["slurmctld"] or any(pids["slurmd"].values()):
                     raise SimError("%s holds running cluster %r: stop it first or use another run directory"
                                    % (self.run_dir, state.get("name")))
-            if state and state.get("digest") == spec.digest() and self._daemon_pids()["slurmctld"]:
+            # A database or slurmdbd that died: start afresh (slurmctld keeps records it could not send).
+            acct_up = not spec.accounting or all(self._accounting().pids().values())
+            if state and state.get("digest") == spec.digest() and self._daemon_pids()["slurmctld"] and acct_up:
                 restarted = self._start_missing(state)
                 self._wait_nodes(spec, deadline, fresh=False)
                 state["restarted"] = restarted
             else:
                 if state or self._stray_daemons():
                     self.stop()
-                state = self._fresh_start(spec, deadline)
+                try:
+                    state = self._fresh_start(spec, deadline)
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        self.stop()  # a failed start leaves nothing running
+                    raise
             state["start_seconds"] = round(time.monotonic() - t0, 3)
             return state
 
     def _fresh_start(self, spec, deadline):
         run = self.run_dir
-        for sub in ("state", "spool", "pid", "log", "gpusim"):  # a fresh start: nothing from the last run
+        for sub in ("state", "spool", "pid", "log", "gpusim", "db"):  # a fresh start: nothing from the last run
             _rmtree(run / sub)
         for sub in ("etc", "state", "log", "pid"):
             (run / sub).mkdir(parents=True, exist_ok=True)
@@ -825,6 +855,8 @@ class SimCluster:
         _write_fake_sysfs(run)
         _write(self.env_file, "# Source me: Slurm and fake-tool settings of simulated cluster %s\n%s"
                % (spec.name, self.env_lines()))
+        if spec.accounting:  # the database and slurmdbd first: slurmctld registers the cluster at start
+            self._start_accounting(state, accounting.ports(ctld_port, len(spec.nodes)), deadline)
 
         self._spawn(["slurmctld", "-f", str(self.conf)])
         pid = self._wait_pidfile(run / "pid" / "slurmctld.pid", "slurmctld", deadline)
@@ -848,6 +880,15 @@ class SimCluster:
             _write(self.state_file, json.dumps(state, indent=2) + "\n")
         self._wait_nodes(spec, deadline, fresh=True)
         return state
+
+    def _start_accounting(self, state, db_ports, deadline):
+        def record(entry):
+            state["accounting"] = entry
+            _write(self.state_file, json.dumps(state, indent=2) + "\n")
+        try:
+            self._accounting().start(*db_ports, deadline, on_pid=record)
+        except accounting.AccountingError as exc:
+            raise SimError("accounting: %s" % exc) from None
 
     def _start_missing(self, state):
         pids = self._daemon_pids()["slurmd"]
@@ -930,7 +971,7 @@ class SimCluster:
 
     def _pick_ports(self, spec):
         """First port of a free block (slurmctld + one per node): the previous one if still free."""
-        need = 1 + spec.data["nodes"]["count"]
+        need = 1 + spec.data["nodes"]["count"] + (accounting.EXTRA_PORTS if spec.accounting else 0)
         old = self.state().get("slurmctld", {}).get("port")
         candidates = []
         if old:
@@ -943,6 +984,9 @@ class SimCluster:
             if PORT_LOW <= base and base + need <= PORT_HIGH and all(_port_free(p) for p in range(base, base + need)):
                 return base
         raise SimError("no %d free consecutive ports in %d-%d" % (need, PORT_LOW, PORT_HIGH))
+
+    def _accounting(self):
+        return accounting.Accounting(self.run_dir, self.conf)
 
     def _write_config(self, spec, ctld_port):
         run, host = self.run_dir, hostname()
@@ -977,7 +1021,8 @@ class SimCluster:
             "SlurmdTimeout=%d" % SLURMD_TIMEOUT_S,
             "KillWait=5",
             "MailProg=/bin/true",
-            "AccountingStorageType=accounting_storage/none",
+            *(accounting.slurm_conf_lines(accounting.ports(ctld_port, count)[1]) if spec.accounting
+              else ["AccountingStorageType=accounting_storage/none"]),
             "JobCompType=jobcomp/none",
             "JobAcctGatherType=jobacct_gather/none",
         ]
@@ -1042,8 +1087,19 @@ class SimCluster:
         still = _wait_gone(left + strays, time.monotonic() + 5)
         if still:
             raise SimError("could not stop pids %s" % ", ".join(map(str, still)))
+        # After slurmctld (it sends its last records to slurmdbd): slurmdbd, then the database.
         state = self.state()
+        if state.get("accounting") or (self.run_dir / "db").exists():
+            try:
+                acct = self._accounting().stop(timeout)
+            except accounting.AccountingError as exc:
+                raise SimError("accounting: %s" % exc) from None
+            daemons += acct["stopped"]
+            left += acct["killed"]
         if state:
+            for info in (state.get("accounting") or {}).values():
+                if isinstance(info, dict) and "pid" in info:
+                    info["pid"] = None
             state["slurmctld"]["pid"] = None
             for info in state.get("slurmd", {}).values():
                 info["pid"] = None

@@ -50,22 +50,27 @@ def pytest_runtest_setup(item):
 
 
 def _leftover_test_daemons(basetemp):
-    """slurmctld/slurmd processes started from this session's temporary directories that still run."""
+    """slurmctld/slurmd (and accounting's mariadbd/slurmdbd) processes of this session's temporary
+    directories that still run."""
     left = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = Path("/proc/%s/cmdline" % pid).read_bytes().decode(errors="replace").split("\0")
             state = Path("/proc/%s/stat" % pid).read_text().rsplit(")", 1)[1].split()[0]
+            name = os.path.basename(argv[0])
+            if name == "slurmdbd":  # its command line names no file: its SLURM_CONF does
+                argv += [v.split("=", 1)[1] for v in Path("/proc/%s/environ" % pid).read_bytes().decode(
+                    errors="replace").split("\0") if v.startswith("SLURM_CONF=")]
         except OSError:
             continue
-        if os.path.basename(argv[0]) in ("slurmctld", "slurmd") and state != "Z" \
-                and any(arg.startswith(basetemp) for arg in argv):
+        if name in ("slurmctld", "slurmd", "mariadbd", "slurmdbd") and state != "Z" \
+                and any(arg.startswith(basetemp) or arg.startswith("--defaults-file=" + basetemp) for arg in argv):
             left.append("%s %s" % (pid, " ".join(argv).strip()))
     return left
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """make test must leave no Slurm daemon behind: a leftover one fails the run."""
+    """make test must leave no Slurm (or accounting) daemon behind: a leftover one fails the run."""
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None:
         return

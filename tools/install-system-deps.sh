@@ -3,7 +3,7 @@
 # the tools the tests drive.
 # Idempotent: when every package is already installed, apt is not touched (repeat runs are fast).
 # Usage: tools/install-system-deps.sh            (as root, or via sudo when available)
-#        PACKAGES_EXTRA="slurmdbd mariadb-server" tools/install-system-deps.sh
+#        PACKAGES_EXTRA="pkg1 pkg2" tools/install-system-deps.sh
 set -euo pipefail
 
 # One place to add packages (the fake-tool and accounting parts may extend this list).
@@ -21,6 +21,8 @@ PACKAGES=(
   prometheus       # promtool check metrics for the node_exporter textfile output
   chromium fonts-dejavu-core   # the HTML report is opened and screenshotted headless
   rsync            # the data-transfer tests copy a tree with it, as users do
+  slurmdbd mariadb-server   # accounting: true specs (sim/accounting.py): real sacct / sacctmgr records of job histories
+  fio              # the checkpoint probe's storage benchmark
 )
 # shellcheck disable=SC2206  # word splitting of the extra list is intended
 [[ -n "${PACKAGES_EXTRA:-}" ]] && PACKAGES+=(${PACKAGES_EXTRA})

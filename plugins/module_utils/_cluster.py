@@ -8,6 +8,11 @@ Checks:
 - peers_<metric>    single-node busbw far below the peers' median
 - peers_samples_per_s  loader throughput far below the peers' (data_loader, data_loader_alone)
 - loader.contention the loader's throughput with every node reading at once against alone
+- peers_local_write_mb_s, peers_shared_write_mb_s  checkpoint writes (torch.save + fsync) to the
+                    local NVMe far below the peers' (checkpoint, checkpoint_alone), to the shared
+                    file system alone (checkpoint_alone: a node's own client, without contention)
+- checkpoint.contention  per node, its shared-path checkpoint write with every node writing at once
+                    against alone, and what the nodes wrote together
 - sdc.*             every GPU's SDC probe results and GEMM throughput against all GPUs of the same
                     part and software in the run (_judge_sdc_fleet)
 - gpu.identity      per node: the tools that list GPUs (nvidia-smi -L / --query-gpu in preflight,
@@ -44,6 +49,9 @@ PEER_METRICS = (
     ("nccl_single_node", "busbw", "single-node busbw", "GB/s"),
     ("data_loader", "samples_per_s", "loader throughput (all nodes at once)", "samples/s"),
     ("data_loader_alone", "samples_per_s", "loader throughput (alone)", "samples/s"),
+    ("checkpoint", "local_write_mb_s", "local NVMe checkpoint write (all nodes at once)", "MB/s"),
+    ("checkpoint_alone", "local_write_mb_s", "local NVMe checkpoint write (alone)", "MB/s"),
+    ("checkpoint_alone", "shared_write_mb_s", "shared file system checkpoint write (alone)", "MB/s"),
 )
 
 
@@ -87,6 +95,9 @@ def judge_cluster(states, profile=None):
     contention = judge_loader_contention(states)
     if contention:
         results.append(_stage_result("data_loader", contention))
+    contention = judge_checkpoint_contention(states)
+    if contention:
+        results.append(_stage_result("checkpoint", contention))
     sdc = judge_sdc_fleet(states, profile)
     if sdc:
         results.append(_stage_result("sdc", sdc))
@@ -106,6 +117,26 @@ def judge_loader_contention(states):
             "loader.contention", PASS, "%s loader with all nodes reading at once: %s samples/s, %d %% of the %s it "
             "delivers alone" % (node, fmt_num(together[node]), int(round(ratio * 100)), fmt_num(alone[node])),
             {"alone": alone[node], "together": together[node], "ratio": round(ratio, 4)}, node))
+    return checks
+
+
+def judge_checkpoint_contention(states):
+    """Per node, its shared-path checkpoint write with every node writing at once against alone."""
+    alone = _metric(states, "checkpoint_alone", "shared_write_mb_s")
+    together = _metric(states, "checkpoint", "shared_write_mb_s")
+    both = [n for n in sorted(set(alone) & set(together))
+            if is_number(alone[n]) and is_number(together[n]) and alone[n] > 0 and together[n] > 0]
+    aggregate = sum(together[n] for n in both)
+    checks = []
+    for node in both:
+        ratio = together[node] / alone[node]
+        checks.append(check_result(
+            "checkpoint.contention", PASS, "%s checkpoint writes to the shared file system with %d nodes at once: "
+            "%s MB/s, %d %% of the %s MB/s it writes alone (the %d nodes together %s MB/s)" % (
+                node, len(both), fmt_num(together[node]), int(round(ratio * 100)), fmt_num(alone[node]), len(both),
+                fmt_num(aggregate)),
+            {"alone_mb_s": alone[node], "together_mb_s": together[node], "ratio": round(ratio, 4),
+             "contention_factor": round(1.0 / ratio, 4), "aggregate_mb_s": aggregate, "nodes": len(both)}, node))
     return checks
 
 

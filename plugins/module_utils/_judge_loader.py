@@ -107,7 +107,8 @@ def judge_loader(parsed, options=None):
 
 def judge_loader_stage(outputs, profile, options):
     """The data_loader(_alone) stages' judge (see _stages.STAGES)."""
-    text = outputs.get(TOOL)
+    # The alone stage's output is collected as loader-probe-alone: each stage's raw file is its own.
+    text = outputs.get(TOOL) if outputs.get(TOOL) is not None else outputs.get(TOOL + "-alone")
     if text is None:
         return [check_result("loader.parse", SKIP, "%s: not in the replayed set" % TOOL, None, tool=TOOL)], {}
     if not str(text).strip():

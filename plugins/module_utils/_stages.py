@@ -26,6 +26,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infin
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl import judge_nccl_single_node_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_sdc import judge_sdc_stage
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_loader import judge_loader_stage
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_checkpoint import judge_checkpoint_stage
 
 # stage -> (tools it needs, function(outputs by tool, profile, options) -> (checks, metrics)).
 # An output is None when a replayed set did not capture that tool; the function judges the rest
@@ -44,8 +45,14 @@ STAGES = {
     # _judge_sdc_fleet.
     "sdc": (("sdc-probe",), judge_sdc_stage),
     # Data loader throughput (roles/check_data_loader): each node on its own, then all at once.
-    "data_loader_alone": (("loader-probe",), judge_loader_stage),
+    # (the alone stage's tool named apart: raw/<node>/<tool>.txt keeps both, a replay judges each on its own).
+    "data_loader_alone": (("loader-probe-alone",), judge_loader_stage),
     "data_loader": (("loader-probe",), judge_loader_stage),
+    # Checkpoint write time (roles/check_checkpoint): torch.save + fsync on the local NVMe and the
+    # shared file system, the asynchronous pattern and fio; each node on its own, then all at once
+    # (the tools named apart: each stage's raw output is kept and replayed on its own).
+    "checkpoint_alone": (("checkpoint-probe-alone",), judge_checkpoint_stage),
+    "checkpoint": (("checkpoint-probe",), judge_checkpoint_stage),
 }
 
 

@@ -108,6 +108,14 @@ SCHEMA = {
         "peak_tflops": (("map", ("null", ("num", 0, None))), False),
         "peak_source": (("null", "str"), False),
     }), True),
+    # The checkpoint stages (docs/checkpoint.md): write floors (MB/s, 10^6 bytes/s) of torch.save +
+    # fsync (and fio's sequential write) on the node-local NVMe and the shared file system; null:
+    # not judged against a floor (the peers still are). source says where a number comes from.
+    "checkpoint": (("dict", {
+        "min_local_write_mb_s": (("null", ("num", 0, None)), True),
+        "min_shared_write_mb_s": (("null", ("num", 0, None)), True),
+        "source": (("null", "str"), False),
+    }), True),
 }
 
 

@@ -32,6 +32,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report_view as view_of
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import transfer_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import BAD, is_number, natural_key
 
@@ -202,7 +203,8 @@ def render_textfile(document):
         raise view_of.Problem("; ".join(head.get("problems") or ["the verdict cannot be read"]))
     lines = []
     families = (_run_families(head, document) + _node_families(head, _ok(view["nodes"]), document)
-                + _measurement_families(view) + transfer_families(document, Family))
+                + _measurement_families(view) + transfer_families(document, Family)
+                + checkpoint_families(document, Family))
     for family in families:
         lines.extend(family.lines())
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view
     BAD, Problem, build_view, is_number, natural_key)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc, num
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_view, render_checkpoint
 
 _TONES = {"pass": "pass", "cleared": "pass", "marginal": "warn", "suspect": "warn", "intermittent": "warn",
           "fail": "fail", "low": "fail", "pinned": "fail", "timeout": "fail", "untested": "error", "error": "error"}
@@ -361,6 +362,10 @@ def render_html(document, run_dir=None):
     transfer = transfer_view(document) if isinstance(document, dict) else None
     if transfer is not None:  # only runs of playbooks/data_transfer.yml have one
         parts.append(_section("transfer", "Data transfer", lambda _view: render_transfer(transfer), view))
+    checkpoint = checkpoint_view(document) if isinstance(document, dict) else None
+    if checkpoint is not None:  # only runs of playbooks/checkpoint_plan.yml have one
+        parts.append(_section("checkpoint", "Checkpoint cadence, goodput and cost", lambda _view: render_checkpoint(checkpoint),
+                              view))
     parts.append("<footer>gpucluster.acceptance report, results schema %s. Self-contained: nothing on this page is "
                  "loaded from elsewhere.</footer>\n</body>\n</html>\n" % esc((view or {}).get("schema") or "?"))
     return "".join(parts)

@@ -112,18 +112,42 @@ def sdc_hook(node, spec):
     return Result(json.dumps(data, sort_keys=True) + "\n", "", 0)
 
 
-# Nominal read bandwidth of a simulated node's local NVMe (bytes/s): a PCIe Gen4 NVMe array.
+# Nominal read bandwidth of a simulated node's local NVMe (bytes/s): a PCIe Gen4 NVMe array; it
+# writes checkpoints at the same rate.
 STORAGE_READ_BYTES_PER_S = 2.0e9
+STORAGE_WRITE_BYTES_PER_S = 2.0e9
+# The simulated shared file system: what all its clients together write (read) per second, and
+# what one client (node) reaches at most. Nodes writing at the same time split the aggregate.
+SHARED_WRITE_BYTES_PER_S = 4.0e9
+SHARED_READ_BYTES_PER_S = 4.0e9
+SHARED_CLIENT_BYTES_PER_S = 2.0e9
+# Seconds the checkpoint probe waits for the nodes of its group to say whether they write.
+WRITERS_BARRIER_S = 30
 
 
-def storage_hook(node, spec):
-    """The data loader probe's simulated storage on ``node``: read bandwidth x slow_storage factors."""
+def storage_hook(node, spec, run_dir=None):
+    """The storage probes' simulated storage on ``node`` (slow_storage faults by their path).
+
+    read_bytes_per_s: the data loader probe's reads (node-local). checkpoint: the checkpoint
+    probe's model - local NVMe write/read bytes/s, the shared file system's aggregate and
+    per-client bytes/s, this node's shared factor, and the folder where the nodes writing the
+    shared path at once leave a file each (in $GPUCLUSTER_SIM_RUN; see the probe's --group).
+    """
     import json  # pylint: disable=import-outside-toplevel
-    factor = 1.0
+    local = shared = 1.0
     for f in spec.faults_for(node.name, kind="slow_storage"):
-        factor *= f["factor"]
-    data = {"simulated": True, "node": node.name, "read_bytes_per_s": STORAGE_READ_BYTES_PER_S * factor,
-            "shared_bytes_per_s": None}
+        if f.get("path", "local") in ("local", "all"):
+            local *= f["factor"]
+        if f.get("path", "local") in ("shared", "all"):
+            shared *= f["factor"]
+    checkpoint = {"local_write_bytes_per_s": STORAGE_WRITE_BYTES_PER_S * local,
+                  "local_read_bytes_per_s": STORAGE_READ_BYTES_PER_S * local,
+                  "shared_write_bytes_per_s": SHARED_WRITE_BYTES_PER_S, "shared_read_bytes_per_s": SHARED_READ_BYTES_PER_S,
+                  "shared_client_bytes_per_s": SHARED_CLIENT_BYTES_PER_S, "shared_factor": shared,
+                  "writers_dir": os.path.join(run_dir, "gpusim", "checkpoint-writers") if run_dir else None,
+                  "barrier_s": WRITERS_BARRIER_S}
+    data = {"simulated": True, "node": node.name, "read_bytes_per_s": STORAGE_READ_BYTES_PER_S * local,
+            "shared_bytes_per_s": None, "checkpoint": checkpoint}
     return Result(json.dumps(data, sort_keys=True) + "\n", "", 0)
 
 
@@ -174,7 +198,7 @@ def run_tool(tool, args, env=None):
     elif tool == "sdc-hook":
         result = sdc_hook(node, spec)
     elif tool == "storage-hook":
-        result = storage_hook(node, spec)
+        result = storage_hook(node, spec, run_dir)
     else:
         result = Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
     return result, spec

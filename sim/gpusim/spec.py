@@ -16,7 +16,7 @@ import re
 from . import hardware
 
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
-            "faults", "health_check", "topology", "transport")
+            "faults", "health_check", "topology", "transport", "accounting")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
 DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
@@ -82,9 +82,13 @@ FAULTS = {
     "sdc": (("node", "gpu"), {"probability": 1.0, "workloads": None}),
     # A GPU computing at this fraction of its peers' throughput (the SDC probe's compute floor).
     "slow_gpu": (("node", "gpu", "factor"), {}),
-    # The node's storage reads at this fraction of the nominal (the data loader probe's clock).
-    "slow_storage": (("node", "factor"), {}),
+    # The node's storage at this fraction of the nominal: path local (default) slows its NVMe (the
+    # data loader's reads, the checkpoint probe's local writes and reads), shared its client of
+    # the shared file system (the checkpoint probe's shared path), all both.
+    "slow_storage": (("node", "factor"), {"path": "local"}),
 }
+# What a slow_storage fault slows (see FAULTS).
+STORAGE_PATHS = ("local", "shared", "all")
 # Workloads of the SDC probe (roles/check_sdc/files/gpucluster_sdc_probe.py) a sdc fault may name.
 SDC_WORKLOADS = ("gemm_fp64", "gemm_fp32", "gemm_tf32", "gemm_bf16", "gemm_fp16", "reduce_fp32", "elementwise_fp32")
 
@@ -314,6 +318,10 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     out["transport"] = data.get("transport", "local")
     if out["transport"] not in ("local", "ssh"):
         fail("transport", "must be local or ssh, got %s" % _show(out["transport"]))
+    # MariaDB + slurmdbd for the cluster (sim/accounting.py); the tools do not use it.
+    out["accounting"] = data.get("accounting", False)
+    if not isinstance(out["accounting"], bool):
+        fail("accounting", "must be true or false, got %s" % _show(out["accounting"]))
     return Spec(out, path)
 
 
@@ -419,6 +427,8 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
     elif kind in ("slow_node", "slow_storage"):
         positive(out["factor"], "factor", high=1)
         out["factor"] = float(out["factor"])
+        if kind == "slow_storage" and out["path"] not in STORAGE_PATHS:
+            fail(key + ".path", "must be one of %s, got %s" % (", ".join(STORAGE_PATHS), _show(out["path"])))
     elif kind == "degraded_uplink":
         positive(out["factor"], "factor", high=1)
         out["factor"] = float(out["factor"])

@@ -26,6 +26,9 @@ def test_slow_storage_node_is_named_with_its_rate_and_cap(tmp_path):
     assert peers and all(c["status"] == "fail" and "50 % below the cluster median" in c["message"] for c in peers)
     contention = [c for c in loader_checks(run) if c["check"] == "loader.contention"]
     assert len(contention) == 4
+    # Each stage keeps its own raw output (one name for both would leave only the second to replay).
+    alone, together = (run.dir / "raw" / "gpu003" / "loader-probe-alone.txt"), (run.dir / "raw" / "gpu003" / "loader-probe.txt")
+    assert '"concurrent": 1,' in alone.read_text() and '"concurrent": 4,' in together.read_text()
 
 
 def test_clean_cluster_passes(tmp_path):
