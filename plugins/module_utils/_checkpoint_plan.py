@@ -68,8 +68,8 @@ def goodput(interval_s, write_s, mtbf_s, restart_s, model="first_order"):
 def effective_gpu_hour_cost(price_per_gpu_hour, goodput_fraction, availability=1.0):
     """What a useful GPU-hour costs: price / (goodput x availability); None when nothing is useful."""
     price = _positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
-    useful = _positive("goodput", goodput_fraction, allow_zero=True) * _positive("availability", availability,
-                                                                                   allow_zero=True)
+    share = _positive("goodput", goodput_fraction, allow_zero=True)
+    useful = share * _positive("availability", availability, allow_zero=True)
     if useful > 1.0 + 1e-9:
         raise ValueError("goodput x availability must be <= 1, got %r" % useful)
     return None if useful <= 0 else price / useful

@@ -269,8 +269,8 @@ def judge_checkpoint_plan(inputs, options=None):
                 row["nodes"], _duration(row["mtbf_s"]), bound, _duration(row["interval_s"]), _duration(row["daly_s"]),
                 row["goodput"] * 100)
             if row.get("async_goodput") is not None:
-                text += "; asynchronous saves: every %s, goodput %.1f %%" % (_duration(row["async_interval_s"]),
-                                                                            row["async_goodput"] * 100)
+                text += "; asynchronous saves: every %s, goodput %.1f %%" % (
+                    _duration(row["async_interval_s"]), row["async_goodput"] * 100)
             status = PASS
             if is_number(floor) and row["goodput"] < floor:
                 status = FAIL

@@ -43,8 +43,8 @@ def _number(entry, key, name, errors, required=True, positive=True):
     if value is None and not required:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or (positive and value <= 0) or value < 0:
-        errors.append("%s: %s must be a %s number, got %r" % (name, key, "positive" if positive else "non-negative",
-                                                             value))
+        kind = "positive" if positive else "non-negative"
+        errors.append("%s: %s must be a %s number, got %r" % (name, key, kind, value))
         return None
     return float(value)
 

@@ -150,8 +150,8 @@ def parse_events(text):
         if cells[:len(EVENT_FIELDS)] == list(EVENT_FIELDS):
             continue  # a header, when -n was not given
         if len(cells) < 4:
-            out["errors"].append("event line %d: %d fields, want %d: %s" % (number, len(cells), len(EVENT_FIELDS),
-                                                                           line.strip()[:120]))
+            out["errors"].append("event line %d: %d fields, want %d: %s" % (
+                number, len(cells), len(EVENT_FIELDS), line.strip()[:120]))
             continue
         node, start, end, state = cells[0].strip(), parse_time(cells[1]), parse_time(cells[2]), cells[3].strip()
         if not node:

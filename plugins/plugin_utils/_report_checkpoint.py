@@ -71,12 +71,12 @@ def _facts(block):
         rows.append(("M per node", "not enough data: %s%s" % (mtbf.get("reason") or "no accounting", (
             "; using %s %s" % (SOURCES.get(mtbf.get("source")), duration(mtbf.get("mtbf_node_s") or mtbf.get(
                 "bound_node_s")))) if mtbf.get("source") in ("quoted", "bound") else "")))
-    rows.append(("R, restart", "%s (%s%s)" % (duration(restart.get("restart_s")),
-                                            "from the requeue records" if restart.get("source") == "measured"
-                                            else SOURCES.get(restart.get("source"), restart.get("source")),
-                                            ", %s requeue(s)" % restart["samples"] if restart.get("samples") else "")))
-    rows.append(("Availability", "%s (%s)" % (_pct(avail.get("availability")),
-                                               SOURCES.get(avail.get("source"), avail.get("source")))))
+    source = "from the requeue records" if restart.get("source") == "measured" else SOURCES.get(
+        restart.get("source"), restart.get("source"))
+    samples = ", %s requeue(s)" % restart["samples"] if restart.get("samples") else ""
+    rows.append(("R, restart", "%s (%s%s)" % (duration(restart.get("restart_s")), source, samples)))
+    rows.append(("Availability", "%s (%s)" % (
+        _pct(avail.get("availability")), SOURCES.get(avail.get("source"), avail.get("source")))))
     return "<table>%s</table>" % "".join("<tr><th>%s</th><td>%s</td></tr>" % (esc(k), esc(v)) for k, v in rows)
 
 
@@ -151,8 +151,8 @@ def render_checkpoint(view):
     parts.append(_providers(block))
     bad = [c for c in view["checks"] if c.get("status") in ("fail", "error")]
     if bad:
-        parts.append("<ul>%s</ul>" % "".join("<li><code>%s</code> %s</li>" % (esc(c.get("check")), esc(c.get("message")))
-                                              for c in bad))
+        items = ["<li><code>%s</code> %s</li>" % (esc(c.get("check")), esc(c.get("message"))) for c in bad]
+        parts.append("<ul>%s</ul>" % "".join(items))
     return "\n".join(p for p in parts if p)
 
 

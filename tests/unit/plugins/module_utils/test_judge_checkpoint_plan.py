@@ -149,8 +149,8 @@ def test_real_history_m_holds_the_injected_rate_and_r_the_requeues():
     from test_sacct import _fixture, _truth  # pylint: disable=import-outside-toplevel
     truth = _truth()
     checks, document = judge_checkpoint_plan(
-        {"sacct": {"output": _fixture("sacct_X_D.psv"), "rc": 0}, "events": {"output": _fixture("sacctmgr_events.psv"),
-                                                                           "rc": 0},
+        {"sacct": {"output": _fixture("sacct_X_D.psv"), "rc": 0},
+         "events": {"output": _fixture("sacctmgr_events.psv"), "rc": 0},
          "states": STATES, "nodes": 16, "gpus_per_node": 8, "window": truth["window"]},
         {"job_nodes": [2], "min_node_hours": 0})
     mtbf = document["mtbf"]
