@@ -1,6 +1,7 @@
 # gpucluster.acceptance — developer entry points.
 #   make test   set up (venv, links) and run every check: lint, sanity, unit and integration tests
 #   make demo   set up and run acceptance.yml on the simulated cluster
+#   make ee     the execution environment's build context (docs/execution-environment.md)
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
@@ -15,7 +16,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: test demo setup system-deps venv link lint sanity unit integration docs-check clean
+.PHONY: test demo setup system-deps venv link lint sanity unit integration docs-check ee clean
 
 test: setup lint sanity docs-check pytest
 
@@ -26,7 +27,7 @@ system-deps:
 	tools/install-system-deps.sh
 
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: requirements.txt
+$(VENV)/.stamp: requirements.txt meta/ee-requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
@@ -55,5 +56,13 @@ demo: setup
 unit: setup
 	$(BIN)/python -m pytest tests/unit
 
+# The execution environment's build context (context/, offline; docs/execution-environment.md):
+# then `ansible-builder build -t gpucluster-acceptance-ee:0.1.0` where podman or docker can pull.
+ee: venv
+	rm -rf dist context
+	$(BIN)/ansible-galaxy collection build --output-path dist .
+	cp dist/gpucluster-acceptance-*.tar.gz dist/gpucluster-acceptance.tar.gz
+	$(BIN)/ansible-builder create --output-filename Containerfile
+
 clean:
-	rm -rf .build tests/output .pytest_cache
+	rm -rf .build tests/output .pytest_cache dist context

@@ -39,6 +39,7 @@ ARGUMENT_SPEC = {
     "replay_dir": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},
     "script": {"type": "str"},
+    "run_in_check_mode": {"type": "bool", "default": False},
 }
 
 
@@ -52,7 +53,7 @@ def _read_script(path):
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
-    _supports_check_mode = True  # it only reads: check mode runs it as usual
+    _supports_check_mode = True  # check mode: runs nothing, reports what it would run (skipped)
     _supports_async = False
 
     def _collect(self, args, node):
@@ -95,6 +96,14 @@ class ActionModule(ActionBase):
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         node = to_text(task_vars.get("inventory_hostname", "node"))
+        if self._task.check_mode and not args["run_in_check_mode"]:
+            # --check: no tool runs on the node (DCGM level 3, nccl-tests, fio are stress tests);
+            # the result says what would run, and the results callback prints the plan.
+            would_run = [" ".join(str(a) for a in (t.get("argv") or [])) if isinstance(t, dict) else str(t)
+                         for t in args["tools"]]
+            result.update(changed=False, skipped=True, stage=args["stage"], would_run=would_run,
+                          msg="check mode: would run %s" % "; ".join(would_run))
+            return result
         collected, extras = self._collect(args, node)
         try:
             state = judge_stage(node_state_of(task_vars), args["stage"], collected,

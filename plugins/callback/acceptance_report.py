@@ -46,6 +46,26 @@ options:
     type: str
     env:
       - name: GPUCLUSTER_RUN_ID
+  heartbeat_s:
+    description:
+      - >-
+        While a per-node stage runs longer than this many seconds, print a line every this many
+        seconds with the elapsed time and the nodes done (C(dcgm: 2m00s, 12/16 nodes done)).
+      - C(0) turns the heartbeat off.
+    default: 60
+    type: int
+    env:
+      - name: GPUCLUSTER_HEARTBEAT_S
+    ini:
+      - section: gpucluster
+        key: heartbeat_s
+notes:
+  - >-
+    As each node finishes a per-node stage the callback prints one line for it
+    (C(gpu003 topology FAIL: GPU2<->GPU5 is SYS), C(gpu001 topology pass)).
+  - >-
+    In check mode (C(--check)) no tool runs: each stage prints what it would run on which nodes,
+    the run ends with a check-mode summary and no verdict, and no run directory is written.
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -54,19 +74,27 @@ import json
 import os
 import re
 import socket
+import threading
+import time
 import uuid
 
+from ansible import context
 from ansible.plugins.callback import CallbackBase
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 VERDICT_TASK_PREFIX = "Verdict:"
 RUN_DIR_ENV = "GPUCLUSTER_RUN_DIR"
+CHECK_PLAN_ENV = "GPUCLUSTER_CHECK_PLAN"  # check mode: the callback is on, recording the plan
 INCOMPLETE = "INCOMPLETE"
 COMPLETE = "COMPLETE"
 LAST_PASS = "last-pass.json"
+COLLECT_ACTIONS = ("gpucluster.acceptance.collect_stage", "collect_stage")
+CHECK_MODE_PREFIX = "check mode: would run "
+LINE_MAX = 160
 
 
 def _safe(name):
@@ -87,6 +115,109 @@ def _stage_of(task):
     if role is not None:
         return role.get_name().split(".")[-1]
     return task.get_name()
+
+
+def _hosts(names):
+    try:
+        return compress_hostlist(sorted(set(names)))
+    except (TypeError, ValueError):
+        return ",".join(sorted(set(str(n) for n in names)))
+
+
+def _short(text, keep=100):
+    """A command line for the console: whitespace folded, cut to `keep` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= keep else text[:keep - 3] + "..."
+
+
+def _duration(seconds):
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return "%dh%02dm%02ds" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
+    return "%dm%02ds" % (seconds // 60, seconds % 60)
+
+
+def node_line(node, stage_result):
+    """One line for a node that finished a stage: status, and the first bad check's message."""
+    checks = [c for c in (stage_result.get("checks") or []) if isinstance(c, dict)]
+    rank = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
+    status = max((str(c.get("status")) for c in checks), key=lambda s: rank.get(s, 0)) if checks else "error"
+    line = "%s %s %s" % (node, stage_result.get("stage", "?"), status if status in ("pass", "skip") else status.upper())
+    bad = [c for c in checks if c.get("status") == status and status in ("fail", "error", "warn")]
+    if bad:
+        message = " ".join(str(bad[0].get("message") or bad[0].get("check") or "").split())
+        if len(checks) > 1 and len(bad) > 1:
+            message += " (+%d more)" % (len(bad) - 1)
+        line += ": " + message
+    return line if len(line) <= LINE_MAX else line[:LINE_MAX - 3] + "..."
+
+
+class Heartbeat(object):
+    """One daemon thread: while a task runs longer than `interval` s, a line every `interval` s.
+
+    begin() and end() are called from the callback (the main thread); the thread only reads the
+    current task under the lock and prints through `emit`; stop() ends it for good (never prints
+    after), and being a daemon it never holds up the exit.
+    """
+
+    def __init__(self, interval, emit, clock=time.monotonic):
+        self.interval = interval
+        self._emit = emit
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._current = None  # [label, started, next_due, done set, total]
+        self._thread = None
+
+    def begin(self, label, total):
+        with self._lock:
+            now = self._clock()
+            self._current = [label, now, now + self.interval, set(), total]
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._loop, name="gpucluster-heartbeat")
+                self._thread.daemon = True
+                self._thread.start()
+
+    def done(self, node):
+        with self._lock:
+            if self._current is not None:
+                self._current[3].add(node)
+
+    def end(self):
+        with self._lock:
+            self._current = None
+
+    def stop(self):
+        with self._lock:
+            self._current = None
+            self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+
+    def line(self):
+        """The heartbeat line when one is due now, else None (advances the next due time)."""
+        with self._lock:
+            if self._current is None or self._stop.is_set():
+                return None
+            label, started, due, done, total = self._current
+            now = self._clock()
+            if now < due:
+                return None
+            self._current[2] = due + self.interval * max(1, int((now - due) // self.interval) + 1)
+            text = "%s: %s" % (label, _duration(now - started))
+            if total:
+                text += ", %d/%d nodes done" % (len(done), total)
+            return text
+
+    def _loop(self):
+        tick = max(0.05, min(1.0, self.interval / 4.0))
+        while not self._stop.wait(tick):
+            text = self.line()
+            if text is not None:
+                with self._lock:
+                    if self._stop.is_set():
+                        return
+                self._emit(text)
 
 
 def _is_stage_result(value):
@@ -112,6 +243,52 @@ class CallbackModule(CallbackBase):
         self._run = {}
         self._warned = set()
         self._written = (0, None)  # (checks, stage) at the last results.json written mid-run
+        self._check_mode = bool((context.CLIARGS or {}).get("check"))
+        self._check_run_id = None
+        self._heartbeat = None
+        self._plan = []  # check mode: [(stage, what, [nodes])] in the order the stages came
+        self._pending_plan = {}  # check mode, the current task: {(stage, what): [nodes]}
+
+    # -- progress -------------------------------------------------------------------------
+    def _beat(self):
+        if self._heartbeat is None:
+            try:
+                interval = int(self.get_option("heartbeat_s") or 0)
+            except (KeyError, TypeError, ValueError):
+                interval = 60
+            self._heartbeat = Heartbeat(interval, self._display.display) if interval > 0 else False
+        return self._heartbeat or None
+
+    def _flush_plan(self):
+        for (stage, what), nodes in self._pending_plan.items():
+            self._plan.append((stage, what, nodes))
+            self._display.display("check mode: %s would run %s on %s" % (stage, what, _hosts(nodes)))
+        self._pending_plan = {}
+
+    def _task_started(self, task):
+        self._flush_plan()
+        beat = self._beat()
+        if beat is None:
+            return
+        if task.action in COLLECT_ACTIONS and not self._check_mode:
+            beat.begin(_stage_of(task), len(self._targets or self._seen))
+        else:
+            beat.end()
+
+    def _finished(self, result):
+        beat = self._heartbeat
+        if beat:
+            beat.done(result._host.get_name())
+
+    def v2_runner_on_skipped(self, result):
+        self._finished(result)
+        plan = result._result.get("would_run")
+        if self._check_mode and isinstance(plan, list):
+            host = result._host.get_name()
+            # One line for the nodes that run the same commands: the node's own name as {node}.
+            what = "; ".join(_short(str(p).replace(host, "{node}")) for p in plan) or "nothing"
+            key = (str(result._result.get("stage") or _stage_of(result._task)), what)
+            self._pending_plan.setdefault(key, []).append(host)
 
     # -- run directory --------------------------------------------------------------------
     def _ensure_run_dir(self, run_id=None):
@@ -162,10 +339,14 @@ class CallbackModule(CallbackBase):
         self._run["started"] = _now()
 
     def v2_playbook_on_play_start(self, play):
+        self._flush_plan()
+        if self._heartbeat:
+            self._heartbeat.end()
         if self._run_dir:  # a play boundary: what the run has so far, for a run killed later
             self._write_results(state="running")
 
     def v2_playbook_on_task_start(self, task, is_conditional):
+        self._task_started(task)
         if not self._run_dir:
             return
         # The verdict task reads results.json: it must hold everything the stages reported.
@@ -215,8 +396,26 @@ class CallbackModule(CallbackBase):
                 self._checks.append(record)
 
     def v2_runner_on_ok(self, result):
+        self._finished(result)
         host = result._host.get_name()
         facts = result._result.get("ansible_facts") or {}
+        message = result._result.get("msg")
+        plan = result._result.get("plan")
+        if self._check_mode and isinstance(plan, list) and isinstance(result._result.get("stage_result"), dict):
+            # The fabric burn-in's first round, planned from the controller (check mode runs none).
+            groups = [g for g in plan if isinstance(g, (list, tuple))]
+            nodes = sorted(set(str(n) for g in groups for n in g))
+            key = (str(result._result["stage_result"].get("stage") or "fabric"),
+                   "nccl-tests from the controller, first round: %d job(s) of %s node(s)"
+                   % (len(groups), "/".join(sorted(set(str(len(g)) for g in groups))) or "0"))
+            self._pending_plan.setdefault(key, []).extend(nodes or [host])
+        if self._check_mode and isinstance(message, str) and message.startswith(CHECK_MODE_PREFIX):
+            stage = _stage_of(result._task)
+            key = (stage[len("check_"):] if stage.startswith("check_") else stage,
+                   _short(message[len(CHECK_MODE_PREFIX):], keep=300))
+            # A launcher run once for the play (the workload) runs on all of its nodes.
+            nodes = self._targets if result._task.run_once and self._targets else [host]
+            self._pending_plan.setdefault(key, []).extend(nodes)
         if isinstance(facts.get("acceptance_targets"), list):
             self._targets = [str(n) for n in facts["acceptance_targets"]]
             profile = facts.get("acceptance_profile_data")
@@ -225,12 +424,20 @@ class CallbackModule(CallbackBase):
             if facts.get("acceptance_replay_of"):
                 self._run["replay_of"] = str(facts["acceptance_replay_of"])
         if facts.get("acceptance_run_id") and not self._run_dir:
-            self._ensure_run_dir(str(facts["acceptance_run_id"]))
+            if self._check_mode:  # no run directory until something is measured (run_in_check_mode)
+                os.environ[CHECK_PLAN_ENV] = "1"
+                self._check_run_id = str(facts["acceptance_run_id"])
+            else:
+                self._ensure_run_dir(str(facts["acceptance_run_id"]))
         for name, value in sorted(facts.items()):
             if name == "collect_node_state":
                 if isinstance(value, dict) and value.get("last"):
+                    if self._check_mode and not self._run_dir:  # measured in check mode after all
+                        self._ensure_run_dir(self._check_run_id)
                     self._add_stage_result(host, value["last"])  # a per-node stage
-            elif _is_stage_result(value):
+                    if isinstance(value["last"], dict):
+                        self._display.display(node_line(value["last"].get("node") or host, value["last"]))
+            elif _is_stage_result(value) and not (self._check_mode and not self._run_dir):
                 self._add_stage_result(host, value)  # fabric, workload, cluster-wide checks
 
     def _error(self, host, task, message, component=None):
@@ -239,14 +446,18 @@ class CallbackModule(CallbackBase):
                              "message": message, "metrics": {}, "component": component})
 
     def v2_runner_on_unreachable(self, result):
+        self._finished(result)
         lines = str(result._result.get("msg") or "no answer").strip().splitlines() or ["no answer"]
         self._error(result._host.get_name(), result._task,
                     "%s is unreachable: %s" % (result._host.get_name(), lines[-1]), component="transport")
 
     def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._finished(result)
         # A task named "Verdict: ..." fails on purpose to set the exit code: not a new problem.
         if ignore_errors or str(result._task.name or "").startswith(VERDICT_TASK_PREFIX):
             return
+        if "__inventory_check_nodes" in result._task.get_vars():
+            return  # the inventory checks before a run starts: their message says it all
         msg = str(result._result.get("msg") or result._result.get("stderr") or "failed").strip()
         found = classify_failure(msg)
         self._error(result._host.get_name(), result._task, "task '%s' failed: %s" % (result._task.get_name(), msg[:500]),
@@ -302,7 +513,21 @@ class CallbackModule(CallbackBase):
                     known.setdefault(node, {})[stage] = {"time": when, "run_id": document["run"]["id"]}
         _results.write_atomic(path, json.dumps(known, indent=1, sort_keys=True) + "\n")
 
+    def _check_mode_summary(self):
+        self._display.display("gpucluster.acceptance check mode: nothing was run or measured, no verdict"
+                              " and no artifacts; %d stage(s) would run:" % len(self._plan))
+        for stage, what, nodes in self._plan:
+            self._display.display("  %s on %s (%d node(s)): %s" % (stage, _hosts(nodes), len(set(nodes)), what))
+
     def v2_playbook_on_stats(self, stats):
+        self._flush_plan()
+        if self._heartbeat:
+            self._heartbeat.stop()
+        if self._check_mode and (self._plan or not self._run_dir):
+            if self._plan or self._targets or self._check_run_id:
+                self._check_mode_summary()
+            if not self._run_dir:
+                return
         if not self._checks and not self._run_dir:
             return  # not an acceptance run: nothing to report
         if not _report.HAS_JUNIT_XML:

@@ -13,6 +13,8 @@ description:
   - "Turns the per-node states of one run (from P(gpucluster.acceptance.node_states#filter)) into
     a plan. A failing node gets the reason C(<stage>: <first failing check's message>), trimmed.
     Nodes that passed are the resume candidates."
+  - "Timeouts are not hardware: a stage whose finding has C(timeout: true) drains only when its
+    retry timed out again (C(retry: timed out again)) or failed for real (C(retry: failed))."
   - When more nodes fail than the cap allows, the plan drains nothing and its message says so.
     The cap is O(max_nodes) nodes and O(max_fraction) of the checked nodes (at least one). Nodes
     outside the run that Slurm shows drained with O(tag) count against O(max_nodes).
@@ -78,6 +80,13 @@ _value:
     limit:
       description: How many nodes this run could drain.
       type: int
+    errored:
+      description:
+        - "Node to why, for nodes whose only bad results are tool timeouts that were not retried
+          (an error of the tool, not hardware): neither drained nor resumed."
+        - A finding with C(timeout) true and C(retry) C(passed) is not a failure; C(retry)
+          C(timed out again) (a repeated timeout) or C(failed) may drain.
+      type: dict
 """
 
 from ansible.errors import AnsibleFilterError

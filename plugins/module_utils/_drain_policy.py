@@ -8,6 +8,13 @@ first failing check into a plan: the reasons to drain with, the nodes that passe
 candidates; the slurm_node module resumes only those drained with our tag), and the blast-radius
 cap. When more nodes fail than the cap allows, the plan drains nothing and says why: a check that
 fails most of a cluster is more likely broken than the cluster.
+
+Timeouts are not hardware. A stage whose only bad results are tool timeouts (``timeout: true`` in
+its finding; the component is the tool) is retried once by the playbook, and the finding's
+``retry`` says how that went: ``passed`` (the stage counts as passed), ``timed out again`` (a
+repeated timeout: the node is drained, the reason says so), ``failed`` (a real failure: drained).
+A timeout that was not retried (no ``retry``) is an ``error`` of the tool: the node is neither
+drained nor resumed (``errored``).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -41,6 +48,26 @@ def parse_sinfo_reasons(text):
     return reasons
 
 
+def timeout_kind(finding):
+    """None (not a timeout), 'once' (not retried), 'passed' (retry passed), 'repeated' (retry timed out)."""
+    if not isinstance(finding, dict) or not finding.get("timeout"):
+        return None
+    retry = finding.get("retry")
+    if retry == "passed":
+        return "passed"
+    if retry == "timed out again":
+        return "repeated"
+    return "once" if not retry else None
+
+
+def _message(finding):
+    """The finding's message; a repeated timeout says it timed out twice."""
+    message = (finding or {}).get("message") or "failed"
+    if timeout_kind(finding) == "repeated":
+        message = "%s (timed out twice: the first attempt and its retry)" % message
+    return message
+
+
 def cap_limit(checked, max_fraction, max_nodes):
     """How many nodes one run may drain: at most max_nodes, and at most max_fraction of the
     checked nodes, but at least one (so a run over a single node can drain it)."""
@@ -57,7 +84,8 @@ def plan_drains(states, findings=None, max_fraction=0.10, max_nodes=2, slurm_rea
       run already drained with our tag count against max_nodes (the cap is cluster-wide).
 
     Returns {checked, failing: {node: reason}, evidence: {node: [..]}, passing, unreported,
-    drain: {node: reason}, resume: [nodes], refused, limit, drained_elsewhere, message}.
+    drain: {node: reason}, resume: [nodes], refused, limit, drained_elsewhere,
+    errored: {node: why} (a tool timeout not retried: neither drained nor resumed), message}.
     """
     if not isinstance(states, dict):
         raise ValueError("states must be a mapping of node to state, got %s" % type(states).__name__)
@@ -69,19 +97,29 @@ def plan_drains(states, findings=None, max_fraction=0.10, max_nodes=2, slurm_rea
     slurm_reasons = slurm_reasons or {}
     checked = sorted(n for n, s in states.items() if isinstance(s, dict))
     unreported = sorted(n for n, s in states.items() if not isinstance(s, dict))
-    failing, evidence, stages_of = {}, {}, {}
+    failing, evidence, stages_of, errored = {}, {}, {}, {}
     for node in checked:
-        failed = list(states[node].get("failed_stages") or [])
+        found = findings.get(node) or {}
+        failed, timeouts = [], []
+        for stage in list(states[node].get("failed_stages") or []):
+            kind = timeout_kind(found.get(stage))
+            if kind == "passed":
+                continue  # timed out once, passed when retried: not a failure
+            (timeouts if kind == "once" else failed).append(stage)
+        if timeouts and not failed:
+            errored[node] = "; ".join(drain_reason(stage, (found.get(stage) or {}).get("message")) + " (error of the "
+                                      "tool, not hardware: not retried, not drained)" for stage in timeouts)
         if not failed:
             continue
-        found = findings.get(node) or {}
         first = failed[0]
-        failing[node] = drain_reason(first, (found.get(first) or {}).get("message"))
+        failing[node] = drain_reason(first, _message(found.get(first)))
         evidence[node] = [dict(stage=stage, check=(found.get(stage) or {}).get("check"),
-                               message=trim((found.get(stage) or {}).get("message") or "failed", 500))
+                               message=trim(_message(found.get(stage)), 500),
+                               **({"component": found[stage]["component"]}
+                                  if (found.get(stage) or {}).get("component") else {}))
                           for stage in failed]
         stages_of[node] = failed
-    passing = [n for n in checked if n not in failing]
+    passing = [n for n in checked if n not in failing and n not in errored]
     elsewhere = sorted(n for n, r in slurm_reasons.items()
                        if n not in states and tag and str(r).startswith(tag))
     limit = cap_limit(len(checked), float(max_fraction), int(max_nodes))
@@ -107,6 +145,9 @@ def plan_drains(states, findings=None, max_fraction=0.10, max_nodes=2, slurm_rea
     elif failing:
         message = "%d of %d checked node(s) failed: %s" % (
             len(failing), len(checked), "; ".join("%s (%s)" % (n, failing[n]) for n in sorted(failing)))
+    if errored:
+        message += "; %d node(s) with a tool timeout: %s" % (
+            len(errored), "; ".join("%s (%s)" % (n, errored[n]) for n in sorted(errored)))
     return {
         "checked": checked,
         "failing": failing,
@@ -118,5 +159,6 @@ def plan_drains(states, findings=None, max_fraction=0.10, max_nodes=2, slurm_rea
         "refused": refused,
         "limit": limit,
         "drained_elsewhere": elsewhere,
+        "errored": errored,
         "message": message,
     }

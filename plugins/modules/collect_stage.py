@@ -67,6 +67,12 @@ options:
       - The collector script's text. By default the C(gpucluster.acceptance.collect) role's
         C(gpucluster-collect.sh).
     type: str
+  run_in_check_mode:
+    description:
+      - In check mode, run the tools and judge them as usual (quick read-only checks, as the health
+        check does). By default check mode runs nothing and returns C(skipped) with C(would_run).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.conn
@@ -82,7 +88,9 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: Only reads the node, so check mode runs it as usual.
+    details: >-
+      Check mode runs no tool (the stages include stress tests): the result is C(skipped) with
+      C(would_run), each tool's command line; O(run_in_check_mode=true) runs them as usual.
   connection:
     support: full
   delegation:
@@ -111,7 +119,6 @@ EXAMPLES = r"""
         argv: [nvidia-smi, topo, -m]
     profile: "{{ acceptance_profile_data }}"
     run_id: "{{ acceptance_run_id }}"
-  check_mode: false
   timeout: 90
 
 - name: Re-judge a past run's DCGM outputs with today's thresholds
@@ -147,6 +154,12 @@ stderr:
   description: The collector's standard error, its last 2000 characters, when not empty.
   returned: when not empty
   type: str
+would_run:
+  description: In check mode (without O(run_in_check_mode)), each tool's command line, not run.
+  returned: in check mode
+  type: list
+  elements: str
+  sample: [dcgmi diag -r 3 -j]
 ansible_facts:
   description: The node's state with this stage folded in.
   returned: success

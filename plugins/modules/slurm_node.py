@@ -80,6 +80,30 @@ options:
     description: Seconds each scontrol call may take before it is killed.
     type: int
     default: 30
+  reasons:
+    description:
+      - Per-node drain reasons (node name to reason), for O(state=drained); a node not in it gets
+        O(reason). Either O(reason) or O(reasons) is required when draining.
+    type: dict
+  max_drained:
+    description:
+      - "Cluster-wide cap, for O(state=drained): after this call at most this many nodes may be
+        drained (or DOWN) with O(reason_tag), counting every node of the cluster (C(scontrol --future
+        show node)), read again just before draining. When the drain would exceed it, nothing is
+        drained, RV(refused) is true and RV(refusal) says why; the module does not fail."
+      - With O(lock_file) the read and the drain are one step for every run that uses the same
+        lock file, so concurrent runs cannot together exceed the cap.
+    type: int
+  lock_file:
+    description:
+      - Exclusive C(flock) held around "read the drains, apply O(max_drained), drain" (created if
+        missing, with its directory). Every run that shares the file is serialised.
+      - Not taken in check mode.
+    type: path
+  lock_timeout:
+    description: Seconds to wait for O(lock_file); then the module fails naming the lock and its holder's pid.
+    type: int
+    default: 60
 notes:
   - Runs on the host where scontrol can reach slurmctld, usually the controller or a login node.
     Delegate it there, once, with C(run_once), for many nodes.
@@ -196,6 +220,19 @@ unchanged_nodes:
   returned: always
   type: list
   elements: str
+refused:
+  description: True when O(max_drained) refused the drain (nothing was drained).
+  returned: always
+  type: bool
+refusal:
+  description: Why the drain was refused (the cap, the nodes already drained with the tag); empty otherwise.
+  returned: always
+  type: str
+ours_elsewhere:
+  description: With O(max_drained), the other nodes Slurm showed drained with the tag when the cap was checked.
+  returned: always
+  type: list
+  elements: str
 skipped_nodes:
   description: Names of the nodes left alone (drained by someone else, FUTURE).
   returned: always
@@ -208,14 +245,18 @@ reason:
   sample: "gpucluster: dcgm diag r3 failed"
 """
 
+import contextlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._health_lock import (
+    LockTimeout, exclusive_lock)
+
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
     compress_hostlist, expand_hostlist)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_node import (
-    decide, diff_text, full_reason, outcome, parse_scontrol_show_node, summary)
+    decide, diff_text, full_reason, is_ours, outcome, parse_scontrol_show_node, summary)
 
 _ACTIONS = ("drained", "resumed", "unchanged", "skipped")
 
@@ -267,6 +308,14 @@ class SlurmNodes(object):
                                   stdout=out, stderr=err)
         return parsed
 
+    def show_all(self):
+        """Every node of the cluster, FUTURE ones included."""
+        rc, out, err = self.run(["--future", "show", "node", "-o"])
+        if rc != 0:
+            self.module.fail_json(msg="scontrol show node failed (rc=%d): %s"
+                                      % (rc, (err or out).strip()[:500] or "no output"), rc=rc, stdout=out, stderr=err)
+        return parse_scontrol_show_node(out + "\n" + err)["nodes"]
+
     def update(self, names, command, reason):
         args = ["update", "NodeName=%s" % compress_hostlist(names), "State=%s" % command]
         if reason is not None:
@@ -300,10 +349,55 @@ def main():
             scontrol_path=dict(type="str", default="scontrol"),
             slurm_conf=dict(type="path"),
             timeout=dict(type="int", default=30),
+            reasons=dict(type="dict"),
+            max_drained=dict(type="int"),
+            lock_file=dict(type="path"),
+            lock_timeout=dict(type="int", default=60),
         ),
-        required_if=[("state", "drained", ["reason"])],
+        required_if=[("state", "drained", ["reason", "reasons"], True)],
         supports_check_mode=True,
     )
+    try:
+        with _locked(module):
+            _run(module)
+    except LockTimeout as exc:
+        module.fail_json(msg=str(exc), lock_file=module.params["lock_file"])
+
+
+def _locked(module):
+    """The lock of the whole read-decide-drain step (none without lock_file, none in check mode)."""
+    params = module.params
+    if not params["lock_file"] or module.check_mode:
+        return contextlib.nullcontext()
+    return exclusive_lock(params["lock_file"], params["lock_timeout"])
+
+
+def _ours(node, tag):
+    flags = node.get("flags") or []
+    return ("DRAIN" in flags or node.get("base") == "DOWN") and is_ours(node.get("reason"), tag)
+
+
+def _cap(slurm, names, plans, params, tag):
+    """(refusal or '', other nodes drained with our tag) for a drain under max_drained.
+
+    Every node of the cluster is read here, after the lock was taken: drains another run made
+    a moment ago count.
+    """
+    if params["state"] != "drained" or params["max_drained"] is None:
+        return "", []
+    everyone = slurm.show_all()
+    elsewhere = sorted(n for n, node in everyone.items() if n not in names and _ours(node, tag))
+    new = [n for n in names if plans[n]["command"] and not _ours(everyone.get(n) or {}, tag)]
+    total = len(elsewhere) + len([n for n in names if _ours(everyone.get(n) or {}, tag)]) + len(new)
+    if not new or total <= params["max_drained"]:
+        return "", elsewhere
+    return ("refused: draining %s would make %d node(s) drained by us, more than node_health_max_drain_nodes "
+            "%d (already drained by us, read under the drain lock: %s) — another run may have drained them "
+            "meanwhile; resume or fix those first; nothing was drained"
+            % (compress_hostlist(new), total, params["max_drained"], ", ".join(elsewhere) or "none")), elsewhere
+
+
+def _run(module):
     params = module.params
     want = params["state"]
     tag = (params["reason_tag"] or "").strip()
@@ -311,11 +405,17 @@ def main():
         module.fail_json(msg="reason_tag must not be empty: it tells our drains from everyone else's")
     if params["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
+    if params["lock_timeout"] < 0:
+        module.fail_json(msg="lock_timeout must be >= 0, got %d" % params["lock_timeout"])
+    if params["max_drained"] is not None and params["max_drained"] < 0:
+        module.fail_json(msg="max_drained must be >= 0, got %d" % params["max_drained"])
+    reasons = dict((str(k), str(v)) for k, v in (params["reasons"] or {}).items())
     reason = None
     if want == "drained":
-        reason = full_reason(params["reason"], tag)
-        if reason == tag:
-            module.fail_json(msg="reason must say why the nodes are drained (got only the tag %r)" % tag)
+        for text in [params["reason"]] * (params["reason"] is not None) + list(reasons.values()):
+            if full_reason(text, tag) == tag:
+                module.fail_json(msg="reason must say why the nodes are drained (got only the tag %r)" % tag)
+        reason = full_reason(params["reason"], tag) if params["reason"] is not None else None
 
     names = expand_names(module, params["name"])
     slurm = SlurmNodes(module)
@@ -328,7 +428,12 @@ def main():
 
     plans = {}
     for name in names:
-        plans[name] = decide(current["nodes"][name], want, reason=params["reason"], tag=tag)
+        plans[name] = decide(current["nodes"][name], want, reason=reasons.get(name, params["reason"]), tag=tag)
+    refusal, elsewhere = _cap(slurm, names, plans, params, tag)
+    for name in names:
+        if refusal and plans[name]["command"]:
+            plans[name] = dict(plans[name], action="unchanged", command=None,
+                               after=summary(current["nodes"][name]), message=refusal)
 
     failures = []
     after = {}
@@ -377,7 +482,8 @@ def main():
         if plan["action"] in _ACTIONS:
             lists["%s_nodes" % plan["action"]].append(name)
     changed = any(plan["action"] in ("drained", "resumed", "failed") for plan in plans.values())
-    output = dict(changed=changed, nodes=results, reason=reason, **lists)
+    output = dict(changed=changed, nodes=results, reason=reason, refused=bool(refusal), refusal=refusal,
+                  ours_elsewhere=elsewhere, **lists)
     if module._diff:
         output["diff"] = {
             "before": diff_text(dict((r["name"], r["before"]) for r in results)),

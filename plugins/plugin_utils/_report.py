@@ -12,6 +12,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._next_steps import next_steps
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 
 try:
@@ -70,12 +72,18 @@ def junit_xml(document):
     return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
 
 
-def verdict_message(document):
-    """The playbook's final sentence, from the document's verdict."""
+def verdict_message(document, results="results.json", summary=True):
+    """The playbook's final sentence, from the document's verdict.
+
+    A failed run points to its results file, and to the console summary only where one is printed
+    (the results callback prints it at the very end of the run, below this message).
+    """
     verdict = document["verdict"]
     if verdict["status"] == "pass":
         return verdict["message"]
-    return "%s; see the summary above and %s" % (verdict["message"], "results.json")
+    if summary:
+        return "%s; see the summary below and %s" % (verdict["message"], results)
+    return "%s; see %s" % (verdict["message"], results)
 
 
 def summary_lines(document, artifact_dir):
@@ -93,6 +101,18 @@ def summary_lines(document, artifact_dir):
             lines.append("  %s %s" % (node, problem))
     for problem in verdict["cluster_problems"]:
         lines.append("  cluster %s" % problem)
+    steps = next_steps(document.get("checks") or [])
+    if steps:  # what to do about each kind of failure (module_utils/_next_steps.py)
+        lines.append("next steps:")
+        for text, where in steps:
+            names = [n for n in where if n != "cluster"]
+            try:
+                hosts = compress_hostlist(names) if names else ""
+            except (TypeError, ValueError):
+                hosts = ",".join(names)
+            if "cluster" in where:  # a check about no single node
+                hosts = hosts + ", cluster" if hosts else "cluster"
+            lines.append("  %s: %s" % (hosts, text))
     if document["run"].get("state") != "complete":
         lines.append("  (the run did not finish: results so far)")
     lines.append("artifacts: %s (report.html, junit.xml, results.json, metrics.prom, raw/)" % artifact_dir)

@@ -32,6 +32,12 @@ def _pct(value):
     return "%.1f %%" % (value * 100) if _number(value) else "n/a"
 
 
+def _hours(value):
+    if not _number(value):
+        return "n/a"
+    return "{:,.0f}".format(value) if value >= 100 else ("%.1f" % value if value >= 1 else "%.2g" % value)
+
+
 def _money(value):
     return "$%.2f" % value if _number(value) else "n/a"
 
@@ -66,7 +72,7 @@ def _facts(block):
         rows.append(("M per node", "%s (%d %% interval %s to %s; %s failure(s) in %s node-hours)" % (
             duration(mtbf.get("mtbf_node_s")), round((mtbf.get("confidence") or 0.95) * 100),
             duration(mtbf.get("mtbf_node_s_low")), duration(mtbf.get("mtbf_node_s_high")) if _number(
-                mtbf.get("mtbf_node_s_high")) else "unbounded", mtbf.get("failures"), mtbf.get("exposure_node_hours"))))
+                mtbf.get("mtbf_node_s_high")) else "unbounded", mtbf.get("failures"), _hours(mtbf.get("exposure_node_hours")))))
     else:
         rows.append(("M per node", "not enough data: %s%s" % (mtbf.get("reason") or "no accounting", (
             "; using %s %s" % (SOURCES.get(mtbf.get("source")), duration(mtbf.get("mtbf_node_s") or mtbf.get(

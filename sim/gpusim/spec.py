@@ -3,23 +3,38 @@
 """Load and validate a simulated-cluster spec and its faults (the keys sim/clusterctl reads too).
 
 ``load(path)`` returns a ``Spec`` or raises ``SpecError`` whose message names the file and the
-key ("demo.yml: faults[2].gpu: 9 is not a GPU of hgx_h100_sxm (0..7)"). YAML needs PyYAML; a
-``.json`` spec (such as the ``spec.json`` clusterctl writes into the run directory) needs nothing.
+key ("sim/clusters/demo.yml: faults[2].gpu: 9 is not a GPU of this profile (0..7)"). YAML needs
+PyYAML; a ``.json`` spec (such as the ``spec.json`` clusterctl writes into the run directory)
+needs nothing. This is the only validator of a spec: sim/simcluster.py (the Slurm daemons, the
+inventory) and the fake tools both use it, so what one accepts the other runs.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
+from pathlib import Path
 
 from . import hardware
 
+REQUIRED_KEYS = ("name", "profile", "nodes")
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
             "faults", "health_check", "topology", "transport", "accounting")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
+HEALTH_KEYS = ("program", "interval")
+# nic_gbps: None = the profile's rate.
 DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
+DEFAULT_HEALTH_INTERVAL = 15
+TRANSPORTS = ("local", "ssh")
+# One slurmd per node on one host: 1,024 start on 2 cores and 24 GiB (README, Benchmarks).
+MAX_NODES = 1024
+MAX_CPUS_PER_NODE = 1024
+
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?$")
 
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
@@ -110,25 +125,62 @@ def _is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class Spec:
-    """A validated spec: node names, the profile's facts, fabric, timings and normalized faults."""
+class Spec:  # pylint: disable=too-many-instance-attributes
+    """A validated spec: node names, the profile's facts, fabric, timings and normalized faults.
 
-    def __init__(self, data, path=None):
+    ``data`` is the spec with defaults filled in and its faults as written: validating it again
+    gives the same Spec (clusterctl writes it to the run directory's spec.json for the tools).
+    ``faults`` are the normalized faults (defaults filled in, leaf faults resolved).
+    """
+
+    def __init__(self, data, path=None, faults=None):
         self.data = data
-        self.path = path
+        self.path = Path(path).resolve() if path else None
         self.name = data["name"]
-        self.profile_name = data["profile"]
+        self.profile = self.profile_name = data["profile"]
         self.hw = hardware.profile(self.profile_name)
-        self.nodes = list(data["node_names"])
+        self.nodes = node_names(data["nodes"])
         self._index = {n: i for i, n in enumerate(self.nodes)}
         self.cpus_per_node = data["cpus_per_node"]
         self.fabric = data["fabric"]
         self.tool_times = data["tool_times"]
         self.seed = data["seed"]
-        self.unreachable = data["unreachable"]
-        self.faults = data["faults"]
+        self.unreachable = list(data["unreachable"])
+        self.faults = data["faults"] if faults is None else faults
+        self.health_check = data["health_check"]
+        self.topology = data["topology"]
+        self.transport = data["transport"]
+        self.accounting = data["accounting"]
 
-    # -- nodes and leaves (same layout as sim/simcluster.py: nodes fill leaves in order) --------
+    # -- nodes and leaves (nodes fill the leaves in order, ceil(count / leaves) per leaf) -------
+    @property
+    def reachable(self):
+        """Nodes whose slurmd runs."""
+        skip = set(self.unreachable)
+        return [node for node in self.nodes if node not in skip]
+
+    def node_name(self, index):
+        """Name of the node at 0-based ``index``."""
+        return self.nodes[index]
+
+    def hostlist(self, first=0, last=None):
+        """Slurm hostlist for nodes ``first..last`` (0-based, inclusive), e.g. ``gpu[001-016]``."""
+        nodes = self.data["nodes"]
+        last = len(self.nodes) - 1 if last is None else last
+        if first == last:
+            return self.nodes[first]
+        low, high = nodes["start"] + first, nodes["start"] + last
+        return "%s[%0*d-%0*d]" % (nodes["prefix"], nodes["width"], low, nodes["width"], high)
+
+    def leaves(self):
+        """[(leaf name, [nodes])] for every leaf, in order; a leaf may be empty."""
+        per = self.nodes_per_leaf()
+        return [(self.leaf_name(i), self.nodes[i * per:(i + 1) * per]) for i in range(self.fabric["leaves"])]
+
+    def digest(self):
+        """Short hash of ``data``: a running cluster with the same digest has this configuration."""
+        return hashlib.sha256(json.dumps(self.data, sort_keys=True).encode()).hexdigest()[:16]
+
     def node_index(self, node):
         return self._index[node]
 
@@ -166,6 +218,8 @@ def read_spec_file(path):
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
+    except FileNotFoundError:
+        raise SpecError("%s: no such spec file" % path) from None
     except OSError as exc:
         raise SpecError("%s: cannot read the spec: %s" % (path, exc.strerror or exc)) from None
     if str(path).endswith(".json"):
@@ -205,8 +259,11 @@ def load(path, fallback_json=None):
 
 
 def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
-    """Validate spec data; return a Spec with defaults filled in, or raise SpecError."""
-    where = os.path.basename(str(path)) if path else "spec"
+    """Validate spec data; return a Spec with defaults filled in, or raise SpecError.
+
+    The message is one line: the file as given (or "spec"), the key, what is wrong.
+    """
+    where = str(path) if path else "spec"
 
     def fail(key, message):
         raise SpecError("%s: %s: %s" % (where, key, message))
@@ -217,17 +274,20 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
             fail(key, "must be an integer %s, got %s" % (bound, _show(value)))
         return value
 
+    if data is None:
+        raise SpecError("%s: empty spec (needs at least %s)" % (where, ", ".join(REQUIRED_KEYS)))
     if not isinstance(data, dict):
         raise SpecError("%s: the spec must be a mapping, got %s" % (where, _show(data)))
     for key in data:
         if key not in TOP_KEYS:
             fail(key, "unknown key (known: %s)" % ", ".join(TOP_KEYS))
-    for key in ("name", "profile", "nodes"):
+    for key in REQUIRED_KEYS:
         if key not in data:
-            fail(key, "missing (required: name, profile, nodes)")
+            fail(key, "missing (required: %s)" % ", ".join(REQUIRED_KEYS))
     out = {"name": data["name"]}
-    if not isinstance(data["name"], str) or not data["name"]:
-        fail("name", "must be a non-empty string, got %s" % _show(data["name"]))
+    if not isinstance(data["name"], str) or not _NAME_RE.match(data["name"]):
+        fail("name", "must be lower-case letters, digits, '-' or '_' (starting with a letter, at most 32), "
+             "got %s" % _show(data["name"]))
     profile = data["profile"]
     if profile not in hardware.PROFILES:
         fail("profile", "%s is not a known profile (known: %s)" % (_show(profile), ", ".join(hardware.PROFILES)))
@@ -243,22 +303,21 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     for key in ("prefix", "count"):
         if key not in nodes:
             fail("nodes.%s" % key, "missing")
-    if not isinstance(nodes["prefix"], str) or not re.match(r"^[A-Za-z][A-Za-z0-9-]*$", nodes["prefix"]) \
-            or nodes["prefix"][-1].isdigit():
-        fail("nodes.prefix", "must start with a letter, hold letters, digits or '-', and not end in a digit, "
-             "got %s" % _show(nodes["prefix"]))
-    count = integer(nodes["count"], "nodes.count", 1, 4096)
+    if not isinstance(nodes["prefix"], str) or not _PREFIX_RE.match(nodes["prefix"]):
+        fail("nodes.prefix", "must start with a letter, hold letters, digits or '-', not end in a digit "
+             "and be at most 32 long, got %s" % _show(nodes["prefix"]))
+    count = integer(nodes["count"], "nodes.count", 1, MAX_NODES)
     start = integer(nodes.get("start", 1), "nodes.start", 0)
     width = integer(nodes.get("width", 3), "nodes.width", 1, 8)
-    if width < len(str(start + count - 1)):
-        fail("nodes.width", "%d is too narrow for node number %d" % (width, start + count - 1))
+    need = len(str(start + count - 1))
+    if width < need:
+        fail("nodes.width", "%d is too narrow for node number %d (needs %d)" % (width, start + count - 1, need))
     out["nodes"] = {"prefix": nodes["prefix"], "count": count, "width": width, "start": start}
     names = node_names(out["nodes"])
-    out["node_names"] = names
     known = set(names)
     span = "%s..%s" % (names[0], names[-1])
 
-    out["cpus_per_node"] = integer(data.get("cpus_per_node", 2), "cpus_per_node", 1, 4096)
+    out["cpus_per_node"] = integer(data.get("cpus_per_node", 2), "cpus_per_node", 1, MAX_CPUS_PER_NODE)
 
     fabric = dict(DEFAULT_FABRIC)
     given = data.get("fabric") or {}
@@ -302,6 +361,8 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     for i, node in enumerate(unreachable):
         if node not in known:
             fail("unreachable[%d]" % i, "%s is not a node of this cluster (%s)" % (_show(node), span))
+    if len(set(unreachable)) != len(unreachable):
+        fail("unreachable", "lists a node twice")
     out["unreachable"] = list(unreachable)
 
     faults = data.get("faults") or []
@@ -310,19 +371,41 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     leaf_count = fabric["leaves"]
     per_leaf = -(-count // leaf_count)
     leaf_width = max(2, len(str(leaf_count)))
-    out["faults"] = [_fault(i, f, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail)
-                     for i, f in enumerate(faults)]
-    out["health_check"] = data.get("health_check")
+    normalized = [_fault(i, f, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail)
+                  for i, f in enumerate(faults)]
+    out["faults"] = [dict(f) for f in faults]
+    out["health_check"] = _health_check(data.get("health_check"), path, fail, integer)
     out["topology"] = data.get("topology", True)
+    if not isinstance(out["topology"], bool):
+        fail("topology", "must be true or false, got %s" % _show(out["topology"]))
     # How Ansible reaches the nodes (sim/sshnodes.py); the tools behave the same either way.
     out["transport"] = data.get("transport", "local")
-    if out["transport"] not in ("local", "ssh"):
-        fail("transport", "must be local or ssh, got %s" % _show(out["transport"]))
+    if out["transport"] not in TRANSPORTS:
+        fail("transport", "must be one of %s, got %s" % (", ".join(TRANSPORTS), _show(out["transport"])))
     # MariaDB + slurmdbd for the cluster (sim/accounting.py); the tools do not use it.
     out["accounting"] = data.get("accounting", False)
     if not isinstance(out["accounting"], bool):
         fail("accounting", "must be true or false, got %s" % _show(out["accounting"]))
-    return Spec(out, path)
+    return Spec(out, path, normalized)
+
+
+def _health_check(health, path, fail, integer):
+    """{program, interval} for Slurm's HealthCheckProgram; a relative program is the spec file's."""
+    if health is None:
+        return None
+    if not isinstance(health, dict):
+        fail("health_check", "must be a mapping with keys %s, got %s" % (", ".join(HEALTH_KEYS), _show(health)))
+    for key in health:
+        if key not in HEALTH_KEYS:
+            fail("health_check.%s" % key, "unknown key (known: %s)" % ", ".join(HEALTH_KEYS))
+    program = health.get("program")
+    if not isinstance(program, str) or not program:
+        fail("health_check.program", "must be a path to an executable, got %s" % _show(program))
+    interval = integer(health.get("interval", DEFAULT_HEALTH_INTERVAL), "health_check.interval", 1, 86400)
+    program_path = Path(program).expanduser()
+    if not program_path.is_absolute() and path is not None:
+        program_path = Path(path).resolve().parent / program_path
+    return {"program": str(program_path), "interval": interval}
 
 
 def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail):  # noqa: C901

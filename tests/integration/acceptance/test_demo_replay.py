@@ -59,7 +59,10 @@ def test_replaying_the_demo_gives_the_same_verdict_without_a_cluster(demo, tmp_p
     assert replay.results["fabric"]["pinned"]["nodes"] == ["gpu012"]
     assert replay.results["verdict"] == live["verdict"]
     assert _summary(replay.output) == _summary(live_log) and _summary(live_log)
-    assert _final_message(replay.output) == _final_message(live_log)
+    # The same sentence; each run points to its own results.json.
+    live_results, replay_results = str(live_dir / "results.json"), str(replay.dir / "results.json")
+    assert _final_message(live_log).endswith("see the summary below and %s" % live_results)
+    assert _final_message(replay.output) == _final_message(live_log).replace(live_results, replay_results)
     assert _final_message(live_log).startswith("8 of 16 node(s) failed acceptance: gpu003, gpu005, gpu006, gpu009, "
                                                "gpu011, gpu012, gpu014, gpu016")
     # The demo's eight faults, each on its node and stage, and nothing else on a node.

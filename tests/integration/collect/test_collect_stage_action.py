@@ -8,11 +8,11 @@ pytestmark = pytest.mark.integration
 PLAYBOOK = REPO / "tests" / "integration" / "collect" / "collect_stage_action.yml"
 
 
-def _run(tmp_path, *args):
+def _run(tmp_path, *args, playbook_path=PLAYBOOK):
     inventory = tmp_path / "hosts.ini"
     inventory.write_text("node01 ansible_connection=local ansible_python_interpreter=auto_silent\n")
     return playbook(inventory, tmp_path / "artifacts", "-e", "collect_test_dir=%s" % tmp_path, *args,
-                    playbook_name=str(PLAYBOOK))
+                    playbook_name=str(playbook_path))
 
 
 def test_collector_failures_hostile_values_and_bad_arguments(tmp_path):
@@ -22,7 +22,7 @@ def test_collector_failures_hostile_values_and_bad_arguments(tmp_path):
     assert "Traceback" not in run.output
 
 
-def test_check_mode_still_reads_the_node(tmp_path):
-    run = _run(tmp_path, "--check")
+def test_check_mode_runs_nothing_unless_asked(tmp_path):
+    run = _run(tmp_path, "--check", playbook_path=REPO / "tests" / "integration" / "collect" / "collect_stage_check_mode.yml")
     assert run.rc == 0, run.output[-4000:]
-    assert "changed=0" in run.output
+    assert "changed=0" in run.output and "failed=0" in run.output

@@ -251,7 +251,13 @@ def test_run_dir_of_another_running_cluster_is_refused(four, tmp_path):
     ({"nodes": {"prefix": "n1", "count": 4}}, "nodes.prefix"),
     ({"nodes": {"prefix": "n", "count": 200, "width": 2}}, "nodes.width"),
     ({"unreachable": ["n09"]}, "unreachable[0]"),
-    ({"faults": [{"kind": "nvlink_down", "node": "n01"}, {"kind": "nvlink_down"}]}, "faults[1].node"),
+    ({"faults": [{"kind": "nvlink_down", "node": "n01", "gpus": [0, 1]}, {"kind": "nvlink_down", "gpus": [0, 1]}]},
+     "faults[1].node"),
+    # One validator (sim/gpusim/spec.py) for clusterctl and the fake tools: a fault the tools
+    # would reject stops the start too.
+    ({"faults": [{"kind": "nvlink_down", "node": "n01"}]}, "faults[0].gpus"),
+    ({"tool_times": {"nvidia-smi": 1}}, "tool_times.nvidia-smi"),
+    ({"unreachable": ["n01", "n01"]}, "unreachable"),
     ({"faults": [{"node": "n01"}]}, "faults[0].kind"),
     ({"fabric": {"leaves": 9}}, "fabric.leaves"),
     ({"fabric": {"oversubscription": "high"}}, "fabric.oversubscription"),

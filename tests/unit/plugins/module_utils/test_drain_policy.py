@@ -69,3 +69,43 @@ def test_bad_settings_raise():
 def test_parse_sinfo_reasons():
     assert parse_sinfo_reasons("gpu001|gpucluster: x\nbad line\ngpu002|op|with bar\n") == {
         "gpu001": "gpucluster: x", "gpu002": "op|with bar"}
+
+
+def timeout_finding(retry=None, tool="ibstat"):
+    found = {"check": "collect", "message": "%s: timed out after 3 s and was killed" % tool, "component": tool,
+             "timeout": True}
+    if retry:
+        found["retry"] = retry
+    return found
+
+
+def test_a_timeout_that_passes_its_retry_is_not_a_failure_and_the_node_is_resumed():
+    plan = plan_drains(states(4, bad=["gpu002"], stage="infiniband"),
+                       {"gpu002": {"infiniband": timeout_finding("passed")}})
+    assert plan["drain"] == {} and plan["failing"] == {} and plan["errored"] == {}
+    assert "gpu002" in plan["resume"] and not plan["refused"]
+
+
+def test_a_timeout_not_retried_is_an_error_of_the_tool_neither_drained_nor_resumed():
+    plan = plan_drains(states(4, bad=["gpu002"], stage="infiniband"), {"gpu002": {"infiniband": timeout_finding()}})
+    assert plan["drain"] == {} and plan["failing"] == {} and "gpu002" not in plan["resume"]
+    assert "error of the tool, not hardware" in plan["errored"]["gpu002"]
+    assert "1 node(s) with a tool timeout: gpu002 (infiniband: ibstat: timed out" in plan["message"]
+
+
+def test_only_a_repeated_timeout_or_a_real_failure_drains():
+    findings = {"gpu001": {"infiniband": timeout_finding("timed out again")},
+                "gpu002": {"infiniband": dict(timeout_finding("failed"), timeout=False, check="ports",
+                                              message="mlx5_0 port 1 Down")}}
+    plan = plan_drains(states(4, bad=["gpu001", "gpu002"], stage="infiniband"), findings, max_fraction=0.5)
+    assert plan["drain"]["gpu001"] == ("infiniband: ibstat: timed out after 3 s and was killed (timed out twice: "
+                                       "the first attempt and its retry)")
+    assert plan["drain"]["gpu002"] == "infiniband: mlx5_0 port 1 Down"
+    assert plan["evidence"]["gpu001"][0]["component"] == "ibstat"
+
+
+def test_loaded_host_timeouts_on_most_nodes_do_not_trip_the_cap_or_drain():
+    # The incident: a 3 s ibstat timeout on 5 of 7 healthy nodes of a loaded host.
+    bad = ["gpu%03d" % i for i in range(1, 6)]
+    plan = plan_drains(states(7, bad=bad, stage="infiniband"), dict((n, {"infiniband": timeout_finding()}) for n in bad))
+    assert not plan["refused"] and plan["drain"] == {} and sorted(plan["errored"]) == bad

@@ -39,7 +39,7 @@ class FakeSlurm(object):
         self.calls.append(args)
         if args[:4] == ["--future", "show", "node", "-o"]:
             out, missing = [], []
-            for name in expand_hostlist(args[4]):
+            for name in (expand_hostlist(args[4]) if len(args) > 4 else sorted(self.nodes)):
                 if name in self.nodes:
                     out.append(self.line(name))
                 else:
@@ -144,3 +144,41 @@ def test_unknown_names_fail_before_any_change(monkeypatch, capsys):
 def test_bad_arguments(monkeypatch, capsys, args, message):
     result = run_module(monkeypatch, capsys, FakeSlurm({"n1": ["IDLE", None]}), args)
     assert result["failed"] and message in result["msg"]
+
+
+def test_cap_is_read_again_cluster_wide_and_refuses_without_draining(monkeypatch, capsys, tmp_path):
+    # Another run drained n3 and n4 after this run read sinfo: the module reads every node again.
+    fake = FakeSlurm({"n1": ["IDLE", None], "n2": ["IDLE", None], "n3": ["IDLE+DRAIN", "gpucluster: xid"],
+                      "n4": ["IDLE+DRAIN", "gpucluster: ecc"], "n5": ["IDLE+DRAIN", "ops: fan"]})
+    lock = tmp_path / "lock"
+    result = run_module(monkeypatch, capsys, fake, {
+        "name": ["n1", "n2"], "state": "drained", "reasons": {"n1": "a: x", "n2": "b: y"},
+        "max_drained": 3, "lock_file": str(lock)})
+    assert result["refused"] and not result["changed"] and result["drained_nodes"] == []
+    assert result["ours_elsewhere"] == ["n3", "n4"]
+    assert "draining n[1-2] would make 4 node(s) drained by us, more than node_health_max_drain_nodes 3" in result["refusal"]
+    assert "n3, n4" in result["refusal"] and lock.exists()
+    assert [call for call in fake.calls if call[0] == "update"] == []
+    # Within the cap: each node gets its own reason.
+    result = run_module(monkeypatch, capsys, fake, {
+        "name": ["n1"], "state": "drained", "reasons": {"n1": "a: x"}, "max_drained": 3, "lock_file": str(lock)})
+    assert not result["refused"] and result["drained_nodes"] == ["n1"] and result["refusal"] == ""
+    assert fake.nodes["n1"] == ["IDLE+DRAIN", "gpucluster: a: x"]
+
+
+def test_lock_held_elsewhere_times_out_naming_the_lock_and_holder(monkeypatch, capsys, tmp_path):
+    import fcntl  # pylint: disable=import-outside-toplevel
+    import os  # pylint: disable=import-outside-toplevel
+    fake = FakeSlurm({"n1": ["IDLE", None]})
+    lock = tmp_path / "lock"
+    fd = os.open(str(lock), os.O_RDWR | os.O_CREAT)
+    os.write(fd, b"4242\n")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        result = run_module(monkeypatch, capsys, fake, {
+            "name": "n1", "state": "drained", "reason": "x", "max_drained": 2,
+            "lock_file": str(lock), "lock_timeout": 0})
+    finally:
+        os.close(fd)
+    assert result["failed"] and "could not take the health-check drain lock %s within 0 s" % lock in result["msg"]
+    assert "(pid 4242)" in result["msg"] and fake.calls == []
