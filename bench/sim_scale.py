@@ -118,7 +118,7 @@ def table(rows):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--sizes", default="256,1024", help="node counts, comma-separated (default 256,1024)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write OUT.md and OUT.json (default with the default sizes: bench/results/sim_scale)")

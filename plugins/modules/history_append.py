@@ -30,8 +30,8 @@ options:
     elements: dict
     required: true
   mode:
-    description: Mode of the file when it is created.
-    type: raw
+    description: Mode of the file when it is created, an octal string such as C(0644).
+    type: str
     default: "0644"
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes

@@ -127,7 +127,7 @@ def test_cron_and_wrapper_from_an_installed_collection_have_no_repository_path_a
         assert cron.returncode != 0, cron.stdout + cron.stderr  # gpu002 still fails: the run says so
         log = cron_log.read_text()
         assert "gpucluster.acceptance verdict: FAIL" in log and re.search(r"gpu001\s+: ok=", log), log[-3000:]
-        wait_for(lambda: history.exists(), timeout=10, what="the history log")
+        wait_for(history.exists, timeout=10, what="the history log")
         actions = [(e["node"], e["action"]) for e in map(json.loads, history.read_text().splitlines())]
         assert actions == [("gpu002", "drain")], actions
     finally:

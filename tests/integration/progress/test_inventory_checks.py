@@ -24,7 +24,6 @@ def test_no_node_group_fails_at_once_naming_it(tmp_path, name):
     assert run.dir is None  # stopped before the run started: no run directory, no summary
 
 
-
 def test_an_empty_pattern_is_named_too(tmp_path):
     inventory = _inventory(tmp_path, "[gpu_nodes]\ngpu001 ansible_connection=local\n")
     run = playbook(inventory, tmp_path / "artifacts", "-e", "acceptance_profile=hgx_h100_sxm",
@@ -45,4 +44,3 @@ def test_unknown_variables_fail_with_the_closest_name_when_strict(tmp_path):
             "check_topology_timout (did you mean check_topology_timeout?); node_health_zzz_qqq") in out, out[-3000:]
     assert "Stage " not in out  # no stage started
     assert run.dir is None
-

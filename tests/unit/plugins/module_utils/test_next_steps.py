@@ -42,7 +42,7 @@ def test_next_steps_groups_nodes_by_instruction_in_table_order():
               _check("gpu_health", "gpu.ecc", node="gpu001"), _check("topology", "topology.nvlink", "pass", node="gpu004"),
               _check("dcgm", "run", "error", "transport", node="gpu005")]
     steps = next_steps(checks)
-    assert [nodes for _, nodes in steps] == [["gpu005"], ["gpu002"], ["gpu001", "gpu003"]]
+    assert [nodes for _step, nodes in steps] == [["gpu005"], ["gpu002"], ["gpu001", "gpu003"]]
     assert steps[0][0].startswith("check ssh") and steps[1][0].startswith("reseat") and steps[2][0].startswith("RMA")
 
 
