@@ -32,6 +32,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import sim_processes  # sim/ is on sys.path (simcluster puts it there)
+
 MARIADBD = Path("/usr/sbin/mariadbd")
 INSTALL_DB = Path("/usr/bin/mariadb-install-db")
 ADMIN = Path("/usr/bin/mariadb-admin")
@@ -67,24 +69,8 @@ def slurm_conf_lines(dbd_port):
 # ---------------------------------------------------------------------------------------------
 # /proc
 # ---------------------------------------------------------------------------------------------
-def _state(pid):
-    try:
-        text = Path("/proc/%d/stat" % pid).read_text()
-    except (OSError, ValueError):
-        return None
-    return text[text.rfind(")") + 2:].split(" ", 1)[0]
-
-
-def alive(pid):
-    """Present and not a zombie (PID 1 reaps slowly here)."""
-    return bool(pid) and _state(pid) not in (None, "Z", "X")
-
-
-def _argv(pid):
-    try:
-        return Path("/proc/%d/cmdline" % pid).read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
+alive = sim_processes.alive
+_argv = sim_processes.cmdline
 
 
 def _environ(pid):

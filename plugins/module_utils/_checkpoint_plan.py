@@ -78,6 +78,17 @@ def effective_gpu_hour_cost(price_per_gpu_hour, goodput_fraction, availability=1
 INTERVALS = {"young": young_interval, "daly": daly_interval}
 
 
+def duration(seconds):
+    """1859 -> '31 min', 28800 -> '8.0 h', 42 -> '42 s', 0.67 -> '0.67 s'; 'n/a' for nothing."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return "n/a"
+    if seconds < 120:
+        return "%.3g s" % seconds if seconds < 10 else "%d s" % round(seconds)
+    if seconds < 7200:
+        return "%d min" % round(seconds / 60.0)
+    return "%.1f h" % (seconds / 3600.0)
+
+
 def cadence(write_s, mtbf_s, restart_s, method="young", model="first_order"):
     """{interval_s, goodput, lost: {write, rework, restart}} for one C, M, R."""
     if method not in INTERVALS:

@@ -37,15 +37,7 @@ STAGE = "checkpoint_plan"
 DEFAULT_RESTART_S = 600.0  # the seed article's R, used only when neither records nor the user give one
 
 
-def _duration(seconds):
-    """1859 -> '31 min', 28800 -> '8.0 h', 42 -> '42 s'."""
-    if seconds is None:
-        return "n/a"
-    if seconds < 120:
-        return "%.3g s" % seconds if seconds < 10 else "%d s" % round(seconds)
-    if seconds < 7200:
-        return "%d min" % round(seconds / 60.0)
-    return "%.1f h" % (seconds / 3600.0)
+_duration = plan.duration
 
 
 def _stage_metrics(states, stage, key):

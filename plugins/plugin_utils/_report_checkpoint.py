@@ -7,6 +7,7 @@ block and the checkpoint_plan stage's checks (one truth: the document the callba
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_plan import duration
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc
 
 SOURCES = {"measured": "measured here", "accounting": "from Slurm accounting", "given": "as given",
@@ -15,17 +16,6 @@ SOURCES = {"measured": "measured here", "accounting": "from Slurm accounting", "
 
 def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def duration(seconds):
-    """1859 -> '31 min', 28800 -> '8.0 h', 42 -> '42 s'; n/a for nothing."""
-    if not _number(seconds):
-        return "n/a"
-    if seconds < 120:
-        return "%.3g s" % seconds if seconds < 10 else "%d s" % round(seconds)
-    if seconds < 7200:
-        return "%d min" % round(seconds / 60.0)
-    return "%.1f h" % (seconds / 3600.0)
 
 
 def _pct(value):

@@ -132,6 +132,31 @@ def playbook_started(inventory, artifacts, *args, playbook_name="acceptance.yml"
                             stderr=subprocess.PIPE, text=True)
 
 
+def clusterctl(*args, check=True, timeout=120):
+    """sim/clusterctl ARGS with this Python; raises AssertionError naming the command when it fails."""
+    proc = subprocess.run([sys.executable, str(REPO / "sim" / "clusterctl"), *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    if check and proc.returncode != 0:
+        command = " ".join(map(str, args))
+        raise AssertionError("clusterctl %s: rc=%d\n%s%s" % (command, proc.returncode, proc.stdout, proc.stderr))
+    return proc
+
+
+def poll(predicate, timeout=30.0, what="condition"):
+    """Call predicate until it returns a truthy value (backing off to 0.25 s); fail after timeout seconds."""
+    import time  # pylint: disable=import-outside-toplevel
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
 def wait_for(condition, timeout, what, interval=0.2):
     """Poll condition() until it returns something true; fail naming what was awaited."""
     import time

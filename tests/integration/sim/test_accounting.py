@@ -9,15 +9,14 @@ import os
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 import harness
+from harness import clusterctl, poll
 
 REPO = Path(__file__).resolve().parents[3]
-CLUSTERCTL = REPO / "sim" / "clusterctl"
 sys.path.insert(0, str(REPO / "sim"))
 
 import accounting  # noqa: E402  pylint: disable=wrong-import-position,import-error
@@ -33,26 +32,6 @@ HISTORY = ["--jobs", "16", "--nodes-per-job", "2", "--seconds", "2", "--node-fai
            "--requeue-fraction", "0.5", "--restart-delay", "1", "--exit-failures", "2", "--seed", "2"]
 
 
-def clusterctl(*args, check=True, timeout=120):
-    proc = subprocess.run([sys.executable, str(CLUSTERCTL), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    if check and proc.returncode != 0:
-        command = " ".join(map(str, args))
-        raise AssertionError("clusterctl %s: rc=%d\n%s%s" % (command, proc.returncode, proc.stdout, proc.stderr))
-    return proc
-
-
-def poll(predicate, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.5)
 
 
 def run_pids(run_dir):

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness import clusterctl, poll
+
 REPO = Path(__file__).resolve().parents[3]
-CLUSTERCTL = REPO / "sim" / "clusterctl"
 sys.path.insert(0, str(REPO / "sim"))
 
 import simcluster  # noqa: E402  pylint: disable=wrong-import-position,import-error
@@ -35,27 +36,6 @@ def write_spec(path, **changes):
     return path
 
 
-def clusterctl(*args, check=True, timeout=60):
-    proc = subprocess.run([sys.executable, str(CLUSTERCTL), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    if check and proc.returncode != 0:
-        command = " ".join(map(str, args))
-        raise AssertionError("clusterctl %s: rc=%d\n%s%s" % (command, proc.returncode, proc.stdout, proc.stderr))
-    return proc
-
-
-def poll(predicate, timeout=30.0, what="condition"):
-    """Call predicate until it returns a truthy value; fail after timeout seconds."""
-    deadline = time.monotonic() + timeout
-    delay = 0.02
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.25)
 
 
 def run_pids(run_dir):
