@@ -32,8 +32,6 @@ HISTORY = ["--jobs", "16", "--nodes-per-job", "2", "--seconds", "2", "--node-fai
            "--requeue-fraction", "0.5", "--restart-delay", "1", "--exit-failures", "2", "--seed", "2"]
 
 
-
-
 def run_pids(run_dir):
     """Every daemon pid state.json names: slurmctld, the slurmds, mariadbd and slurmdbd."""
     state = json.loads((Path(run_dir) / "state.json").read_text())

@@ -36,8 +36,6 @@ def write_spec(path, **changes):
     return path
 
 
-
-
 def run_pids(run_dir):
     state = json.loads((Path(run_dir) / "state.json").read_text())
     pids = [state["slurmctld"]["pid"]] + [i["pid"] for i in state["slurmd"].values() if i["pid"]]
