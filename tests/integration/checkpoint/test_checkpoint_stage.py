@@ -1,6 +1,6 @@
 """The checkpoint stages on the simulated cluster: real torch.save + fsync, torch.load, sha256 and fio on
 each node, alone then all at once (role check_checkpoint through playbooks/checkpoint_plan.yml, its plan
-made from a quoted M: the accounting part is tests/integration/checkpoint/test_checkpoint_plan.py). The simulated
+made from a quoted M: the accounting part is tests/integration/checkpoint/test_checkpoint_plan_playbook.py). The simulated
 storage clock makes a slow_storage node's MB/s exact and splits the shared file system among the nodes
 writing at once. Verdicts from the run's validated results.json."""
 import pytest
