@@ -5,6 +5,7 @@ user builds the image: `ansible-builder create` works offline. The image itself 
 a container engine runs and the base image is in its local storage (nothing can be pulled here):
 that test says which of the two is missing when it skips; the context test never skips.
 """
+import os
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,11 @@ IMAGE = "localhost/gpucluster-acceptance-ee:test"
 
 
 def run(cmd, cwd, timeout=300):
-    proc = subprocess.run([str(c) for c in cmd], cwd=str(cwd), capture_output=True, text=True, timeout=timeout,
+    """A command as a user's shell runs it: no ANSIBLE_* setting of the test run (make test exports
+    ANSIBLE_COLLECTIONS_PATH with the work tree in it, and ansible-galaxy would then find the
+    collection already installed there and install nothing)."""
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
+    proc = subprocess.run([str(c) for c in cmd], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=timeout,
                           check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
