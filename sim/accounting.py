@@ -23,7 +23,6 @@ name. Standard library only.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
@@ -80,38 +79,10 @@ def _environ(pid):
         return []
 
 
-def _read_pid(path):
-    try:
-        return int(Path(path).read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _signal(pid, sig):
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
-
-
-def _wait_gone(pids, deadline):
-    pending = [p for p in pids if alive(p)]
-    delay = 0.02
-    while pending and time.monotonic() < deadline:
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.2)
-        pending = [p for p in pending if alive(p)]
-    return pending
-
-
-def _write(path, text, mode=0o644):
-    path = Path(path)
-    tmp = path.with_name(".%s.tmp" % path.name)
-    with contextlib.suppress(FileNotFoundError):
-        tmp.unlink()
-    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)  # never readable by others, not even briefly
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(str(tmp), mode)
-    tmp.replace(path)
+_read_pid = sim_processes.read_pid
+_signal = sim_processes.send_signal
+_wait_gone = sim_processes.wait_gone
+_write = sim_processes.write_file
 
 
 def _tail(path, needle="error", lines=1):

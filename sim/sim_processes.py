@@ -159,11 +159,16 @@ def port_listening(port):
 
 
 def write_file(path, text, mode=0o644):
-    """Write atomically (readers never see half a file)."""
+    """Write atomically (readers never see half a file), created with ``mode`` from the start: a
+    0600 file (slurmdbd.conf holds the database password) is never readable by others, not even briefly."""
     path = Path(path)
     tmp = path.with_name(".%s.tmp" % path.name)
-    tmp.write_text(text)
-    tmp.chmod(mode)
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    fd = os.open(str(tmp), os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.chmod(str(tmp), mode)  # the umask may have taken bits away
     tmp.replace(path)
 
 

@@ -17,8 +17,7 @@ sys.path.insert(0, str(REPO / "sim"))
 
 import simcluster  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/sbin/slurmd").exists(),
-                                reason="needs root and Slurm (tools/install-system-deps.sh)")
+pytestmark = pytest.mark.integration  # tests/conftest.py fails fast without root or Slurm
 
 SPEC = {"name": "sfwide", "profile": "hgx_h100_sxm", "nodes": {"prefix": "gpu", "count": 4, "width": 4},
         "fabric": {"leaves": 2},
