@@ -65,14 +65,15 @@ def leftovers(run_dir, conf):
     return sorted(set(left + marked_pids(run_dir)))
 
 
-def measure(count, workdir):
+def measure(count, workdir, slurm_auth="munge"):
     name = "sfscale%d" % count
     spec_path = Path(workdir) / ("%s.json" % name)
     spec_path.write_text(json.dumps({"name": name, "profile": "hgx_h100_sxm", "topology": True,
                                      "nodes": {"prefix": "gpu", "count": count, "width": 4},
-                                     "fabric": {"leaves": max(1, count // 32)}}))
+                                     "fabric": {"leaves": max(1, count // 32)},
+                                     "slurm_auth": slurm_auth}))
     run_dir = Path("/tmp/sfscale-%d" % count)
-    row = {"nodes": count}
+    row = {"nodes": count, "slurm_auth": slurm_auth}
     t0 = time.monotonic()
     proc = clusterctl("start", spec_path, "--run-dir", run_dir)
     row["start_s"] = round(time.monotonic() - t0, 2)
@@ -104,7 +105,7 @@ def measure(count, workdir):
     return row
 
 
-COLUMNS = [("nodes", "nodes"), ("start_s", "start s"), ("idle", "idle"), ("rss_mib", "RSS MiB"),
+COLUMNS = [("nodes", "nodes"), ("slurm_auth", "auth"), ("start_s", "start s"), ("idle", "idle"), ("rss_mib", "RSS MiB"),
            ("rss_per_slurmd_mib", "MiB/slurmd"), ("srun_s", "srun -N s"), ("srun_ok", "srun ok"),
            ("stop_s", "stop s"), ("left_after_stop", "left")]
 
@@ -122,13 +123,17 @@ def main(argv=None):
     parser.add_argument("--sizes", default="256,1024", help="node counts, comma-separated (default 256,1024)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write OUT.md and OUT.json (default with the default sizes: bench/results/sim_scale)")
+    parser.add_argument("--slurm-auth", default="munge", choices=("munge", "none"),
+                        help="the simulated Slurm's AuthType/CredType plugins (spec key slurm_auth; default munge)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     out = args.out or (REPO / "bench" / "results" / "sim_scale" if args.sizes == "256,1024" else None)
+    if out and args.slurm_auth != "munge":
+        out = out.with_name(out.name + "_auth_" + args.slurm_auth)
     rows = []
     with tempfile.TemporaryDirectory(prefix="sf-scale-") as workdir:
         for count in sizes:
-            rows.append(measure(count, workdir))
+            rows.append(measure(count, workdir, args.slurm_auth))
             print(json.dumps(rows[-1]), file=sys.stderr)
     text = table(rows)
     print(text)

@@ -41,7 +41,9 @@ def inventory(spec, run_dir=None):
         hosts[node] = host
     environment = {
         "PATH": "%s:%s" % (REPO / "sim" / "bin", os.environ.get("PATH", "/usr/bin:/bin")),
-        "GPUCLUSTER_SIM_NODE": "{{ inventory_hostname }}",
+        # @node@: the collector puts the node's name in (the same tool line for every node, which
+        # the srun transport runs as one step).
+        "GPUCLUSTER_SIM_NODE": "@node@",
         "GPUCLUSTER_SIM_SPEC": str(spec.path) if spec.path else str(run_dir / "spec.json"),
         "GPUCLUSTER_SIM_RUN": str(run_dir),
         "GPUCLUSTER_SIM_PYTHON": sys.executable,
@@ -56,7 +58,7 @@ def inventory(spec, run_dir=None):
         "check_nccl_single_node_binary": "all_reduce_perf",
         "check_preflight_required_tools": ["nvidia-smi", "dcgmi", "ibstat", "all_reduce_perf"],
         # The fake sysfs counter tree of each node (written by the fake tools).
-        "check_infiniband_sysfs_root": "%s/gpusim/sys/{{ inventory_hostname }}/class/infiniband" % run_dir,
+        "check_infiniband_sysfs_root": "%s/gpusim/sys/@node@/class/infiniband" % run_dir,
         "check_infiniband_counter_interval": 0.2,
         # The reference workload on CPU with gloo: one rank per node, timed by CPU clock because
         # the simulated nodes share this machine's cores.
@@ -80,7 +82,7 @@ def inventory(spec, run_dir=None):
         # The data loader probe: small synthetic shards per node, one worker, one pass; the
         # storage hook gives the simulated read bandwidth (slow_storage faults).
         "check_data_loader_python": sys.executable,
-        "check_data_loader_generate_dir": "%s/loader/{{ inventory_hostname }}" % run_dir,
+        "check_data_loader_generate_dir": "%s/loader/@node@" % run_dir,
         "check_data_loader_samples": 256,
         "check_data_loader_sample_kb": 16,
         "check_data_loader_shard_samples": 32,
@@ -93,7 +95,7 @@ def inventory(spec, run_dir=None):
         # NVMe and one shared by all as the shared file system; the storage hook gives the
         # simulated bandwidths (slow_storage faults) and splits the shared one among the writers.
         "check_checkpoint_python": sys.executable,
-        "check_checkpoint_local_path": "%s/nvme-{{ inventory_hostname }}" % run_dir,
+        "check_checkpoint_local_path": "%s/nvme-@node@" % run_dir,
         "check_checkpoint_shared_path": "%s/shared-fs" % run_dir,
         "check_checkpoint_create_paths": True,
         "check_checkpoint_shard_mb": 8,
@@ -114,6 +116,7 @@ def inventory(spec, run_dir=None):
                      "check_fabric_tasks_per_node": 1,
                      "check_fabric_gpus_per_process": 8,
                      "check_fabric_gpus_per_node_flag": False,
+                     "acceptance_srun_gpus_per_node": 0,
                      "check_fabric_timeout": 60},
             "children": {
                 "slurm_controller": {"hosts": {"localhost": dict(local)}},

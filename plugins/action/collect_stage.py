@@ -21,8 +21,9 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._guard import Guard, kill_children
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of, plural_states
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _srun_stage
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
 
 # The collect role's script; the action finds it next to the collection's plugins.
@@ -40,7 +41,13 @@ ARGUMENT_SPEC = {
     "run_id": {"type": "str", "default": ""},
     "script": {"type": "str"},
     "run_in_check_mode": {"type": "bool", "default": False},
+    # ssh: this task runs per node over its connection; srun: run once for the play (run_once),
+    # one Slurm step over the play's nodes, every node judged here.
+    "transport": {"type": "str", "default": "ssh", "choices": ["ssh", "srun"]},
+    "srun": {"type": "dict", "default": {}},
+    "one_at_a_time": {"type": "bool", "default": False},
 }
+SRUN_OPTIONS = ("srun_args", "gpus_per_node", "launch_timeout", "margin", "environment", "srun", "sinfo")
 
 
 def _read_script(path):
@@ -63,9 +70,9 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("collect_stage: replay directory %s does not exist" % args["replay_dir"])
             tool_names = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
             return read_node(args["replay_dir"], node, tool_names), {}
-        script = args["script"] if args["script"] is not None else _read_script(DEFAULT_SCRIPT)
+        script = self._script(args)
         try:
-            command = collector_command(args["tools"], script, args["environment"])
+            command = collector_command(args["tools"], script, args["environment"], node=node)
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: stage %s: %s" % (args["stage"], exc))
         # As raw does: no shell wrapper of our own (the command quotes itself), become if asked.
@@ -91,7 +98,7 @@ class ActionModule(ActionBase):
         # A worker whose ansible-playbook is gone waits forever for a reader of its result: it
         # ends its connection (the ssh client or local shell) and exits instead; the collector on
         # the node is hung up on, or its watchdog sees its parents gone, and kills the running tool.
-        Guard(on_gone=kill_children).start()
+        self._guard = Guard(on_gone=kill_children).start()
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
@@ -103,10 +110,14 @@ class ActionModule(ActionBase):
                          for t in args["tools"]]
             result.update(changed=False, skipped=True, stage=args["stage"], would_run=would_run,
                           msg="check mode: would run %s" % "; ".join(would_run))
+            if args["transport"] == "srun":  # one task for the play: it would run on all its nodes
+                result["nodes"] = [to_text(n) for n in task_vars.get("ansible_play_batch") or [node]]
             return result
+        if args["transport"] == "srun":
+            return self._run_srun(result, args, task_vars, node)
         collected, extras = self._collect(args, node)
         try:
-            state = judge_stage(node_state_of(task_vars), args["stage"], collected,
+            state = judge_stage(node_state_of(task_vars, run_id=args["run_id"]), args["stage"], collected,
                                 args["profile"], options=args["options"], node=node, run_id=args["run_id"])
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: %s" % exc)
@@ -114,3 +125,58 @@ class ActionModule(ActionBase):
         result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(state["last"]["checks"]),
                       ansible_facts={"collect_node_state": state})
         return result
+
+    def _run_srun(self, result, args, task_vars, node):
+        """One task for the play: every node's output (one srun step per tool line, or the replay),
+        judged here; every node's new state in collect_node_states (run_once gives it to all)."""
+        unknown = sorted(set(args["srun"]) - set(SRUN_OPTIONS))
+        if unknown:
+            raise AnsibleActionFail("collect_stage: unknown srun option(s) %s (known: %s)"
+                                    % (", ".join(unknown), ", ".join(SRUN_OPTIONS)))
+        if not self._task.run_once:
+            raise AnsibleActionFail("collect_stage: transport srun runs once for the play: set run_once on the task")
+        hostvars = task_vars.get("hostvars")
+        raw_get = getattr(hostvars, "raw_get", None)
+        plural = plural_states(hostvars)
+        previous = {}
+        for name in [to_text(n) for n in task_vars.get("ansible_play_batch") or [node]]:
+            variables = raw_get(name) if raw_get else (task_vars if name == node else {})
+            previous[name] = node_state_of(variables, name, plural, args["run_id"])
+        # As Ansible drops a host it could not reach from the play, a node srun could not reach in
+        # an earlier stage of this run is not tried again: its state is kept as it is.
+        nodes = [n for n in previous if not (previous[n] or {}).get("unreachable")
+                 or (previous[n] or {}).get("run_id") != args["run_id"]]
+        kept = dict((n, previous[n]) for n in previous if n not in nodes)
+        per_node = _srun_stage.node_args(self, task_vars, nodes, args)
+        if args["replay_dir"]:
+            outputs = dict((n, self._collect(per_node[n], n)[0]) for n in nodes)
+            steps = []
+        else:
+            opts = dict(args["srun"])
+            runner = _srun_stage.SrunStage(args["stage"], self._script(args), opts,
+                                           env=_srun_stage.srun_environment(opts.get("environment")), guard=self._guard)
+            try:
+                outputs = runner.run(per_node, sequential=args["one_at_a_time"])
+            except BaseException:
+                self._guard.kill_all()
+                raise
+            steps = runner.steps
+        states, statuses = dict(kept), {}
+        for name in nodes:
+            mine, output = per_node[name], outputs.get(name, "")
+            try:
+                states[name] = judge_stage(previous[name], args["stage"], output, mine["profile"],
+                                           options=mine["options"], node=name, run_id=args["run_id"])
+            except ValueError as exc:
+                raise AnsibleActionFail("collect_stage: %s" % exc)
+            if isinstance(output, dict) and output.get("component") == "transport":
+                states[name]["unreachable"] = args["stage"]
+            statuses[name] = worst_status(states[name]["last"]["checks"])
+        # judged: the nodes this stage judged (the callback reports these; kept states are old news)
+        result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(
+            [{"status": s} for s in statuses.values()]), transport="srun", steps=steps, node_status=statuses,
+            judged=sorted(statuses), ansible_facts={"collect_node_states": states})
+        return result
+
+    def _script(self, args):
+        return args["script"] if args["script"] is not None else _read_script(DEFAULT_SCRIPT)

@@ -51,7 +51,7 @@ class ActionModule(ActionBase):
             checks = [{"check": "judge", "status": "error", "stage": args["stage"], "node": node, "component": None,
                        "message": "the %s stage returned no result for %s" % (args["stage"], node),
                        "metrics": {}, "evidence": []}]
-        state = _run_state.fold_stage(_run_state.node_state_of(task_vars), args["stage"], checks, args["metrics"],
+        state = _run_state.fold_stage(_run_state.node_state_of(task_vars, run_id=args["run_id"]), args["stage"], checks, args["metrics"],
                                       args["raw"], node=node, run_id=args["run_id"])
         result.update(changed=False, failed=False, status=state["stages"][args["stage"]]["status"],
                       ansible_facts={"collect_node_state": state})

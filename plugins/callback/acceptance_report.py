@@ -288,7 +288,8 @@ class CallbackModule(CallbackBase):
             # One line for the nodes that run the same commands: the node's own name as {node}.
             what = "; ".join(_short(str(p).replace(host, "{node}")) for p in plan) or "nothing"
             key = (str(result._result.get("stage") or _stage_of(result._task)), what)
-            self._pending_plan.setdefault(key, []).append(host)
+            nodes = result._result.get("nodes")  # a stage run once for the play (srun): all its nodes
+            self._pending_plan.setdefault(key, []).extend(nodes if isinstance(nodes, list) else [host])
 
     # -- run directory --------------------------------------------------------------------
     def _ensure_run_dir(self, run_id=None):
@@ -437,6 +438,19 @@ class CallbackModule(CallbackBase):
                     self._add_stage_result(host, value["last"])  # a per-node stage
                     if isinstance(value["last"], dict):
                         self._display.display(node_line(value["last"].get("node") or host, value["last"]))
+            elif name == "collect_node_states" and isinstance(value, dict):
+                # A stage run once for the play (srun transport): every node's state at once, of
+                # which the nodes it judged are news (the others were left out of this stage).
+                judged = result._result.get("judged")
+                for node in sorted(value):
+                    if isinstance(judged, list) and node not in judged:
+                        continue
+                    state = value[node]
+                    if isinstance(state, dict) and isinstance(state.get("last"), dict):
+                        if self._check_mode and not self._run_dir:
+                            self._ensure_run_dir(self._check_run_id)
+                        self._add_stage_result(node, state["last"])
+                        self._display.display(node_line(state["last"].get("node") or node, state["last"]))
             elif _is_stage_result(value) and not (self._check_mode and not self._run_dir):
                 self._add_stage_result(host, value)  # fabric, workload, cluster-wide checks
 

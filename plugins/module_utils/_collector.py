@@ -5,6 +5,11 @@
 
 Every value that came from inventory — tool arguments, environment values — is quoted on its
 own with shlex.quote; nothing is pasted into a shell string unquoted.
+
+A tool argument or environment value may name the node it runs on as ``@node@`` (a per-node path,
+for example): the same tool line then holds for every node, which the srun transport needs to run
+a stage as one step. Over SSH the controller puts the inventory name in (node_token); under srun
+the node does, with its Slurm name (the srun prelude in _srun.py).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -20,6 +25,12 @@ except ImportError:  # pragma: no cover - Python 2 fallback for very old nodes
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 MARKERS = ("@tool", "@sleep")
+NODE_TOKEN = "@node@"
+
+
+def node_token(value, node):
+    """value with every @node@ replaced by node (strings only; other values unchanged)."""
+    return value.replace(NODE_TOKEN, node) if isinstance(value, str) else value
 
 
 def _tool_args(tool):
@@ -45,8 +56,11 @@ def _tool_args(tool):
     return args
 
 
-def collector_command(tools, script, environment=None, shell="bash"):
-    """The command line: env K=V ... bash -c SCRIPT gpucluster-collect @tool NAME T ARGV... ."""
+def collector_argv(tools, script, environment=None, shell="bash", node=None):
+    """The argv: env K=V ... bash -c SCRIPT gpucluster-collect @tool NAME T ARGV... .
+
+    node: put this name in for @node@ (over SSH); None leaves the token for the node (srun).
+    """
     env = []
     for key, value in sorted((environment or {}).items()):
         if not _ENV_NAME.match(str(key)):
@@ -58,4 +72,11 @@ def collector_command(tools, script, environment=None, shell="bash"):
     if not words:
         raise ValueError("no tools to run")
     parts = ["env"] + env + [shell, "-c", script, "gpucluster-collect"] + words
-    return " ".join(quote(p) for p in parts)
+    if node is not None:
+        parts = [node_token(p, node) for p in parts]
+    return parts
+
+
+def collector_command(tools, script, environment=None, shell="bash", node=None):
+    """collector_argv as one command line, every word quoted on its own."""
+    return " ".join(quote(p) for p in collector_argv(tools, script, environment, shell, node))

@@ -9,14 +9,16 @@ another run is never read (state_of_run); fail-fast asks which nodes failed a st
 checks — the one definition of a failed node that results.json, junit.xml, the report, the
 metrics, the console summary and the playbook's final message all show.
 
-A node state is {run_id, failed_stages: [...], stages: {stage: {status, metrics}},
-last: {stage, node, checks, raw}}. A check is {stage, node, check, status, message, component,
+A node state is {run_id, failed_stages: [...], folds (stages folded in), stages: {stage: {status,
+metrics}}, last: {stage, node, checks, raw}}. A check is {stage, node, check, status, message, component,
 evidence, metrics, ...}; node None means a check about the cluster (the full-allocation run, a
 leaf uplink, the fabric stage as a whole), which is never counted as a node.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from ansible.module_utils.six.moves.collections_abc import Mapping
 
 PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
 BAD = (FAIL, ERROR)
@@ -37,19 +39,53 @@ def worst(statuses, empty=PASS):
 
 # ---------------------------------------------------------------------------- node states
 
-def node_state_of(variables):
-    """A host's collect_node_state from its variables (task vars or hostvars), wherever it is.
+def _fact(variables, name):
+    value = variables.get(name)
+    if not isinstance(value, dict):
+        value = (variables.get("ansible_facts") or {}).get(name)
+    return value if isinstance(value, dict) else None
 
-    An action or set_fact puts it at the top level; facts are also under ansible_facts (the only
-    place when inject_facts_as_vars is off). The top level wins: it is the newest where both exist.
+
+# The host whose facts hold collect_node_states (the srun transport's task is delegated to it).
+STATES_HOST = "localhost"
+
+
+def plural_states(hostvars):
+    """{node: state} a stage run once for the play left on the controller, or None."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    try:
+        variables = raw_get(STATES_HOST) if raw_get else hostvars[STATES_HOST]
+    except (KeyError, TypeError):
+        return None
+    return _fact(variables, "collect_node_states") if isinstance(variables, Mapping) else None
+
+
+def node_state_of(variables, node=None, plural=None, run_id=None):
+    """A host's node state from its variables (task vars or hostvars), wherever it is.
+
+    An action or set_fact puts collect_node_state at the top level; facts are also under
+    ansible_facts (the only place when inject_facts_as_vars is off). The top level wins: it is the
+    newest where both exist. A stage run once for the play (the srun transport) leaves every node's
+    state in collect_node_states {node: state} on the controller (``plural``; read through the
+    variables' hostvars when not given); of the two the state with more stages folded in is the
+    newer (each fold counts itself).
     """
     try:
-        state = variables.get("collect_node_state")
-        if not isinstance(state, dict):
-            state = (variables.get("ansible_facts") or {}).get("collect_node_state")
+        single = _fact(variables, "collect_node_state")
+        node = node or variables.get("inventory_hostname")
+        if plural is None:
+            plural = _fact(variables, "collect_node_states")
+        if plural is None and variables.get("hostvars") is not None:
+            plural = plural_states(variables.get("hostvars"))
     except AttributeError:
         return None
-    return state if isinstance(state, dict) else None
+    mine = plural.get(node) if plural and node is not None else None
+    candidates = [c for c in (mine, single) if isinstance(c, dict)]
+    if run_id:  # a state of another run (a persistent fact cache) never wins over this run's
+        candidates = [c for c in candidates if c.get("run_id") == run_id] or candidates[-1:]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: int(c.get("folds") or 0))
 
 
 def state_of_run(state, run_id):
@@ -77,6 +113,7 @@ def fold_stage(state, stage, checks, metrics=None, raw=None, node="node", run_id
     if run_id:
         new["run_id"] = run_id
     new["failed_stages"] = list(state.get("failed_stages") or [])
+    new["folds"] = int(state.get("folds") or 0) + 1
     new["stages"] = dict(state.get("stages") or {})
     if status in BAD and stage not in new["failed_stages"]:
         new["failed_stages"].append(stage)
@@ -88,9 +125,14 @@ def fold_stage(state, stage, checks, metrics=None, raw=None, node="node", run_id
 def node_states(hostvars, nodes, run_id=""):
     """{node: its state of this run, or None when it has none (it never reported)}."""
     states = {}
+    # Ansible's HostVars: read a host's variables raw (facts are data, not templates); its
+    # templating view would copy the whole collect_node_states of every host, N times over.
+    raw_get = getattr(hostvars, "raw_get", None)
+    plural = plural_states(hostvars)
     for node in nodes:
         try:
-            state = node_state_of(hostvars[node])
+            variables = raw_get(node) if raw_get else hostvars[node]
+            state = node_state_of(variables, node, plural, run_id) if isinstance(variables, Mapping) else None
         except KeyError:
             state = None
         states[node] = state_of_run(state, run_id) or None

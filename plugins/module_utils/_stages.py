@@ -82,6 +82,10 @@ def _collection_errors(sections, tools):
     """
     problems = []
     replay = sections.get("replay")
+    if sections.get("component") and sections["errors"]:
+        # The transport (srun, a connection) never ran the collector there: one error naming it,
+        # not one per tool (no tool failed; none ran).
+        return [check_result("collect", ERROR, "; ".join(sections["errors"]), component=sections["component"])]
     for tool in tools:
         record = sections["tools"].get(tool)
         if record is None and replay:

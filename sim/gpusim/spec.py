@@ -21,7 +21,7 @@ from . import hardware
 
 REQUIRED_KEYS = ("name", "profile", "nodes")
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
-            "faults", "health_check", "topology", "transport", "accounting")
+            "faults", "health_check", "topology", "transport", "accounting", "slurm_auth")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
 HEALTH_KEYS = ("program", "interval")
@@ -29,6 +29,10 @@ HEALTH_KEYS = ("program", "interval")
 DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
 DEFAULT_HEALTH_INTERVAL = 15
 TRANSPORTS = ("local", "ssh")
+# How the simulated Slurm signs its messages and job credentials: munge as on a real cluster, or
+# none (Slurm's auth/none and cred/none plugins): 1,024 slurmds on one host all verifying through one
+# munged on 2 cores overflow its socket backlog, a limit of the simulation, not of Slurm.
+SLURM_AUTHS = ("munge", "none")
 # One slurmd per node on one host: 1,024 start on 2 cores and 24 GiB (README, Benchmarks).
 MAX_NODES = 1024
 MAX_CPUS_PER_NODE = 1024
@@ -151,6 +155,7 @@ class Spec:  # pylint: disable=too-many-instance-attributes
         self.topology = data["topology"]
         self.transport = data["transport"]
         self.accounting = data["accounting"]
+        self.slurm_auth = data["slurm_auth"]
 
     # -- nodes and leaves (nodes fill the leaves in order, ceil(count / leaves) per leaf) -------
     @property
@@ -386,6 +391,11 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     out["accounting"] = data.get("accounting", False)
     if not isinstance(out["accounting"], bool):
         fail("accounting", "must be true or false, got %s" % _show(out["accounting"]))
+    out["slurm_auth"] = data.get("slurm_auth", "munge")
+    if out["slurm_auth"] not in SLURM_AUTHS:
+        fail("slurm_auth", "must be one of %s, got %s" % (", ".join(SLURM_AUTHS), _show(out["slurm_auth"])))
+    if out["slurm_auth"] == "none" and out["accounting"]:
+        fail("slurm_auth", "none cannot be combined with accounting: slurmdbd authenticates with munge")
     return Spec(out, path, normalized)
 
 

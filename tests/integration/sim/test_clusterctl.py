@@ -288,7 +288,8 @@ def test_inventory_makes_unreachable_nodes_fail_fast(tmp_path):
     assert nodes["vars"]["ansible_python_interpreter"] == "{{ ansible_playbook_python }}"
     environment = nodes["vars"]["acceptance_environment"]
     assert environment["PATH"].startswith(str(REPO / "sim" / "bin") + ":")
-    assert environment["GPUCLUSTER_SIM_NODE"] == "{{ inventory_hostname }}"
+    # the collector puts the node in (its inventory name over ssh, its Slurm name under srun)
+    assert environment["GPUCLUSTER_SIM_NODE"] == "@node@"
     assert sorted(nodes["hosts"]) == NODES
     assert nodes["hosts"]["n01"] == {"gpucluster_sim_node": "n01", "slurm_topology_leaf": "leaf01"}
     assert nodes["hosts"]["n03"]["ansible_connection"] == "ssh" and nodes["hosts"]["n03"]["ansible_port"] == 1

@@ -57,3 +57,13 @@ def test_bad_tool_definitions_are_refused(tool, message):
 def test_bad_environment_name_is_refused():
     with pytest.raises(ValueError, match="not valid"):
         collector_command([{"name": "a", "timeout": 5, "argv": ["x"]}], SCRIPT, environment={"A;B": "1"})
+
+
+def test_node_token_is_the_inventory_name_over_ssh_and_left_for_the_node_under_srun():
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_argv
+    tools = [{"name": "t", "timeout": 5, "argv": ["ls", "/scratch/@node@/x"]}]
+    ssh = collector_argv(tools, SCRIPT, {"SIM_NODE": "@node@"}, node="gpu007")
+    assert "/scratch/gpu007/x" in ssh and "SIM_NODE=gpu007" in ssh
+    srun = collector_argv(tools, SCRIPT, {"SIM_NODE": "@node@"})
+    assert "/scratch/@node@/x" in srun and "SIM_NODE=@node@" in srun
+    assert shlex.split(collector_command(tools, SCRIPT, node="gpu007"))[-1] == "/scratch/gpu007/x"

@@ -69,3 +69,33 @@ def test_nothing_checked_is_never_a_pass_and_all_pass_says_so():
 def test_an_unknown_status_is_an_error():
     verdict = _run_state.run_verdict([check("topology", "a", "warn")], ["a"])
     assert verdict["nodes"]["a"]["status"] == "error" and verdict["failed_nodes"] == ["a"]
+
+
+def test_a_stage_run_once_for_the_play_gives_each_node_its_own_state():
+    fold_stage, node_state_of, node_states = _run_state.fold_stage, _run_state.node_state_of, _run_state.node_states
+    first = fold_stage({}, "preflight", [{"status": "pass"}], node="gpu002", run_id="r")
+    # srun stage: every host holds every node's state; gpu002's is its own, a fold further.
+    srun = {"gpu001": fold_stage({}, "topology", [{"status": "fail"}], node="gpu001", run_id="r"),
+            "gpu002": fold_stage(first, "topology", [{"status": "pass"}], node="gpu002", run_id="r")}
+    host = {"inventory_hostname": "gpu002", "collect_node_state": first, "collect_node_states": srun}
+    assert node_state_of(host)["last"]["stage"] == "topology"
+    assert node_state_of(host)["folds"] == 2
+    # then an ssh stage folds on top of it: the single state is the newer again
+    later = fold_stage(node_state_of(host), "dcgm", [{"status": "pass"}], node="gpu002", run_id="r")
+    host["collect_node_state"] = later
+    assert node_state_of(host)["last"]["stage"] == "dcgm"
+    assert sorted(node_state_of(host)["stages"]) == ["dcgm", "preflight", "topology"]
+    # a host the plural does not name keeps its single state; node_states reads both
+    other = {"inventory_hostname": "gpu003", "collect_node_states": srun}
+    assert node_state_of(other) is None
+    states = node_states({"gpu001": {"inventory_hostname": "gpu001", "collect_node_states": srun},
+                          "gpu002": host, "gpu003": other}, ["gpu001", "gpu002", "gpu003"], run_id="r")
+    assert states["gpu001"]["failed_stages"] == ["topology"] and states["gpu003"] is None
+    assert states["gpu002"]["last"]["stage"] == "dcgm"
+    # on the controller (where the srun transport's task leaves them), read through hostvars
+    hostvars = {"localhost": {"collect_node_states": srun}, "gpu001": {"inventory_hostname": "gpu001"}}
+    assert node_states(hostvars, ["gpu001"], run_id="r")["gpu001"]["failed_stages"] == ["topology"]
+    assert node_state_of({"inventory_hostname": "gpu001", "hostvars": hostvars})["last"]["stage"] == "topology"
+    # a state of another run (a persistent fact cache) never wins over this run's
+    stale = dict(srun["gpu002"], run_id="old", folds=9)
+    assert node_state_of(dict(host, collect_node_states={"gpu002": stale}), run_id="r")["last"]["stage"] == "dcgm"
