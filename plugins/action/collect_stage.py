@@ -128,7 +128,8 @@ class ActionModule(ActionBase):
 
     def _run_srun(self, result, args, task_vars, node):
         """One task for the play: every node's output (one srun step per tool line, or the replay),
-        judged here; every node's new state in collect_node_states (run_once gives it to all)."""
+        judged here; every node's new state in collect_node_states (the task's facts are delegated
+        to the controller: kept once, not copied to every host)."""
         unknown = sorted(set(args["srun"]) - set(SRUN_OPTIONS))
         if unknown:
             raise AnsibleActionFail("collect_stage: unknown srun option(s) %s (known: %s)"
@@ -161,7 +162,11 @@ class ActionModule(ActionBase):
                 self._guard.kill_all()
                 raise
             steps = runner.steps
-        states, statuses = dict(kept), {}
+        # Nodes of this run outside the play batch keep their states too (the facts are replaced whole).
+        states = dict((n, st) for n, st in (plural or {}).items()
+                      if isinstance(st, dict) and (not args["run_id"] or st.get("run_id") == args["run_id"]))
+        states.update(kept)
+        statuses = {}
         for name in nodes:
             mine, output = per_node[name], outputs.get(name, "")
             try:
