@@ -93,6 +93,9 @@ INCOMPLETE = "INCOMPLETE"
 COMPLETE = "COMPLETE"
 LAST_PASS = "last-pass.json"
 COLLECT_ACTIONS = ("gpucluster.acceptance.collect_stage", "collect_stage")
+# The heartbeat of a play under the free strategy (acceptance.yml's pipelined per-node stages).
+PIPELINE_LABEL = "per-node stages, each node at its own pace"
+FREE_STRATEGIES = ("free", "ansible.builtin.free")
 CHECK_MODE_PREFIX = "check mode: would run "
 LINE_MAX = 160
 
@@ -115,6 +118,35 @@ def _stage_of(task):
     if role is not None:
         return role.get_name().split(".")[-1]
     return task.get_name()
+
+
+def _play_stages(play):
+    """The per-node stages a play collects (its collect_stage tasks), in order."""
+    stages = []
+    blocks = list(getattr(play, "pre_tasks", None) or []) + list(getattr(play, "tasks", None) or [])
+    args = context.CLIARGS or {}
+    only, skip = list(args.get("tags") or ["all"]), list(args.get("skip_tags") or [])
+
+    def selected(task):  # --tags / --skip-tags leave some stages out
+        try:
+            return task.evaluate_tags(only, skip, all_vars={})
+        except Exception:  # pylint: disable=broad-except  (progress only: count it)
+            return True
+
+    def walk(items):
+        for item in items:
+            if hasattr(item, "block"):
+                walk(item.block or [])
+                walk(item.rescue or [])
+                walk(item.always or [])
+            elif getattr(item, "action", None) in COLLECT_ACTIONS and (
+                    not hasattr(item, "evaluate_tags") or selected(item)):
+                stage = _stage_of(item)
+                if stage not in stages:
+                    stages.append(stage)
+
+    walk(blocks)
+    return stages
 
 
 def _hosts(names):
@@ -183,6 +215,10 @@ class Heartbeat(object):
             if self._current is not None:
                 self._current[3].add(node)
 
+    def running(self, label):
+        with self._lock:
+            return self._current is not None and self._current[0] == label
+
     def end(self):
         with self._lock:
             self._current = None
@@ -205,7 +241,9 @@ class Heartbeat(object):
                 return None
             self._current[2] = due + self.interval * max(1, int((now - due) // self.interval) + 1)
             text = "%s: %s" % (label, _duration(now - started))
-            if total:
+            if total and label == PIPELINE_LABEL:
+                text += ", %d/%d node stages done" % (len(done), total)
+            elif total:
                 text += ", %d/%d nodes done" % (len(done), total)
             return text
 
@@ -248,6 +286,11 @@ class CallbackModule(CallbackBase):
         self._heartbeat = None
         self._plan = []  # check mode: [(stage, what, [nodes])] in the order the stages came
         self._pending_plan = {}  # check mode, the current task: {(stage, what): [nodes]}
+        # Under the free strategy: the play's number of per-node stages (0: a play in step), and
+        # per stage the nodes that reported it (results.json is written as each stage completes).
+        self._pipelined = 0
+        self._stage_nodes = {}
+        self._complete = set()
 
     # -- progress -------------------------------------------------------------------------
     def _beat(self):
@@ -266,19 +309,28 @@ class CallbackModule(CallbackBase):
         self._pending_plan = {}
 
     def _task_started(self, task):
-        self._flush_plan()
+        if not self._pipelined:  # a pipelined play's stages interleave: its plan is told at its end
+            self._flush_plan()
         beat = self._beat()
         if beat is None:
             return
         if task.action in COLLECT_ACTIONS and not self._check_mode:
-            beat.begin(_stage_of(task), len(self._targets or self._seen))
-        else:
+            if self._pipelined:
+                # Nodes at their own pace: the tasks of different stages start in turn, so one
+                # line for the play (its stage results so far), not one restarted per task.
+                if not beat.running(PIPELINE_LABEL):
+                    beat.begin(PIPELINE_LABEL, len(self._targets or self._seen) * self._pipelined)
+            else:
+                beat.begin(_stage_of(task), len(self._targets or self._seen))
+        elif not self._pipelined:
             beat.end()
 
     def _finished(self, result):
         beat = self._heartbeat
         if beat:
-            beat.done(result._host.get_name())
+            host = result._host.get_name()
+            # pipelined: (node, stage) pairs against nodes x stages; else the task's nodes
+            beat.done((host, _stage_of(result._task)) if self._pipelined else host)
 
     def v2_runner_on_skipped(self, result):
         self._finished(result)
@@ -343,6 +395,9 @@ class CallbackModule(CallbackBase):
         self._flush_plan()
         if self._heartbeat:
             self._heartbeat.end()
+        self._pipelined = 0
+        if str(getattr(play, "strategy", "") or "") in FREE_STRATEGIES:
+            self._pipelined = len(_play_stages(play)) or 0
         if self._run_dir:  # a play boundary: what the run has so far, for a run killed later
             self._write_results(state="running")
 
@@ -356,6 +411,14 @@ class CallbackModule(CallbackBase):
             return
         # A new stage starting: the stages before it are done; keep what they found on disk, so a
         # run killed later still has its results so far (once per stage, not once per task).
+        if self._pipelined:
+            # The nodes' stages interleave: write when another stage has every node's results.
+            targets = len(self._targets or self._seen)
+            complete = set(st for st, nodes in self._stage_nodes.items() if targets and len(nodes) >= targets)
+            if complete - self._complete:
+                self._complete |= complete
+                self._write_results(state="running")
+            return
         stage = _stage_of(task)
         if len(self._checks) != self._written[0] and stage != self._written[1]:
             self._write_results(state="running")
@@ -382,6 +445,7 @@ class CallbackModule(CallbackBase):
                 node = node or host
                 owner = node
                 self._note_node(node)
+                self._stage_nodes.setdefault(stage, set()).add(node)
             if item.get("raw"):
                 self._write_raw(owner, item["raw"])
             for check in item.get("checks") or []:

@@ -5,8 +5,9 @@
 
 A module that starts long-running process groups (the fabric stage's srun/mpirun runs) outlives
 a killed ansible-playbook: its worker and the module keep waiting for timeouts of many minutes.
-Guard watches the module's ancestors (the Ansible worker, ansible-playbook, what started it)
-and, when any of them is gone or a zombie, kills every process group registered with it and
+Guard watches the module's ancestors up to ansible-playbook (the Ansible worker, ansible-playbook;
+not what started it, which may end while the playbook goes on) and, when any of them is gone or a
+zombie, kills every process group registered with it and
 exits, so that no launcher is left running after a killed run. Linux /proc; elsewhere it
 watches nothing. Standard library only.
 """
@@ -102,11 +103,43 @@ def terminate(pids, grace, send):
                 break
 
 
+# The Ansible programs whose end means nobody reads a worker's or module's result.
+ANSIBLE_PROGRAMS = ("ansible-playbook", "ansible", "ansible-console", "ansible-pull")
+
+
+def _cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except (IOError, OSError):
+        return []
+
+
+def is_ansible_program(pid):
+    """True when pid runs an Ansible command-line program (directly or through its interpreter)."""
+    return any(os.path.basename(arg) in ANSIBLE_PROGRAMS for arg in _cmdline(pid)[:2])
+
+
+def watched_ancestors(pid=None, limit=_LIMIT):
+    """The ancestors whose end leaves nobody to read this process's result: up to and including the
+    nearest Ansible program (the worker's ansible-playbook), or the parent alone when none is above.
+
+    Not further: what started ansible-playbook (a login shell that ran it in the background, cron,
+    a CI job's wrapper) may end while the playbook runs on; a worker that exited then would leave
+    the playbook waiting for its result for ever.
+    """
+    found = ancestors(pid, limit)
+    for index, ancestor in enumerate(found):
+        if is_ansible_program(ancestor):
+            return found[:index + 1]
+    return found[:1]
+
+
 class Guard(object):
     """A daemon thread that kills the registered process groups once an ancestor is gone."""
 
     def __init__(self, interval=1.0, grace=5.0, on_gone=None):
-        self.watched = ancestors()
+        self.watched = watched_ancestors()
         self.groups = set()
         self.interval = interval
         self.grace = grace

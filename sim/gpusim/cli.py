@@ -201,7 +201,22 @@ def run_tool(tool, args, env=None):
         result = storage_hook(node, spec, run_dir)
     else:
         result = Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
+    if result.time_key:
+        result.extra_delay = node.tool_delay.get(result.time_key, 0.0)
+        result.release_file = node.tool_release.get(result.time_key)
     return result, spec
+
+
+def _slow_tool_wait(seconds, release_file):
+    """A slow_tool fault: ``seconds`` more, or until ``release_file`` exists (at most ``seconds``)."""
+    if seconds <= 0:
+        return
+    if not release_file:
+        time.sleep(seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(release_file) and time.monotonic() < deadline:
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
 
 
 def main(argv=None):
@@ -221,6 +236,7 @@ def main(argv=None):
             delay = spec.tool_times.get(result.time_key, 0.0)
             if delay > 0:
                 time.sleep(delay)
+            _slow_tool_wait(result.extra_delay, result.release_file)
         if result.code is None:  # hang fault, or an MPI peer failed: block until killed, as the real one
             _emit(result)
             hang()

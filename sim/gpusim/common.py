@@ -12,6 +12,8 @@ class Result:
         self.err = err
         self.code = code
         self.time_key = time_key
+        self.extra_delay = 0.0  # this node's slow_tool seconds for time_key
+        self.release_file = None  # ... or until this file exists
 
     def __repr__(self):
         return "Result(code=%r, out=%r..., err=%r)" % (self.code, self.out[:60], self.err[:60])

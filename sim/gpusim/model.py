@@ -228,8 +228,18 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
         gpus=gpus, nics=nics, nvlink=nvlink, xids=xids, slow_factor=slow,
         wrong_results=by_kind.get("wrong_results", []), no_mpi=bool(by_kind.get("no_mpi")),
         hang={f["tool"] for f in by_kind.get("hang", [])},
+        tool_delay=_tool_delays(by_kind.get("slow_tool", [])),
+        tool_release={f["tool"]: f["release_file"] for f in by_kind.get("slow_tool", []) if f.get("release_file")},
         leaf=spec.leaf_index(node),
     )
+
+
+def _tool_delays(faults):
+    """tool_times key -> the extra seconds slow_tool faults add on this node."""
+    delays = {}
+    for f in faults:
+        delays[f["tool"]] = delays.get(f["tool"], 0.0) + f["seconds"]
+    return delays
 
 
 def spec_counter(counter):

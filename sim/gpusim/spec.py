@@ -96,6 +96,10 @@ FAULTS = {
     "wrong_results": (("node",), {"count": None}),
     "no_mpi": (("node",), {}),
     "hang": (("node", "tool"), {}),
+    # The tool takes this many seconds longer on this node than tool_times says (a node whose DCGM
+    # diagnostic or nccl-tests run is slower to finish, not slower in what it measures); with
+    # release_file, only until that file exists (tests hold a node at a stage without timing).
+    "slow_tool": (("node", "tool", "seconds"), {"release_file": None}),
     # Silent data corruption: the SDC probe's results on this GPU get one bit flipped, in each
     # iteration with this probability (1: always), for the named workloads (null: all).
     "sdc": (("node", "gpu"), {"probability": 1.0, "workloads": None}),
@@ -561,4 +565,13 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
         if tool not in TOOLS:
             fail(key + ".tool", "%s is not a simulated tool (tools: %s)" % (_show(out["tool"]), ", ".join(TOOLS)))
         out["tool"] = tool
+    elif kind == "slow_tool":
+        if out["tool"] not in TOOL_TIME_KEYS:
+            fail(key + ".tool", "%s is not a tool_times key (keys: %s)" % (_show(out["tool"]), ", ".join(TOOL_TIME_KEYS)))
+        if not _is_number(out["seconds"]) or not 0 < out["seconds"] <= 3600:
+            fail(key + ".seconds", "must be a number of seconds from 0 (excluded) to 3600, got %s" % _show(out["seconds"]))
+        out["seconds"] = float(out["seconds"])
+        release = out["release_file"]
+        if release is not None and not (isinstance(release, str) and release.startswith("/")):
+            fail(key + ".release_file", "must be an absolute path, got %s" % _show(release))
     return out

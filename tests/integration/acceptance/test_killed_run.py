@@ -59,8 +59,12 @@ def test_sigkill_leaves_an_incomplete_directory_with_its_outputs_and_no_tool_run
         proc = playbook_started(sim.inventory, sim.artifacts, "--skip-tags", "fabric,workload",
                                 "-e", "check_preflight_timeout=5")
         try:
-            # gpu002's dcgmi diag hangs (its timeout is an hour): the run is in the dcgm stage.
+            # gpu002's dcgmi diag hangs (its timeout is an hour): the run is in the dcgm stage, and
+            # (each node at its own pace) the other nodes go on to the end of their per-node stages.
             wait_for(lambda: _hung_tool(sim.run_dir), 300, "the hung dcgmi diag on gpu002")
+            wait_for(lambda: run_dirs(sim.artifacts) and all(
+                (run_dirs(sim.artifacts)[-1] / "raw" / node / "all_reduce_perf.txt").exists()
+                for node in ("gpu001", "gpu003", "gpu004")), 300, "the other nodes' per-node stages")
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=60)
             # Nobody is left to read the tool's output: the collector's watchdog kills its group.
@@ -83,7 +87,11 @@ def test_sigkill_leaves_an_incomplete_directory_with_its_outputs_and_no_tool_run
         for node in ("gpu001", "gpu002", "gpu003", "gpu004"):
             for tool in ("ibstat-versions", "nvidia-smi-topo", "nvidia-smi-q", "dmesg"):
                 assert (run / "raw" / node / (tool + ".txt")).stat().st_size > 0, (node, tool)
-        # The results so far, written when each stage began: valid, and saying the run went on.
+        for node in ("gpu001", "gpu003", "gpu004"):
+            for tool in ("dcgmi-diag", "sdc-probe", "ibstat", "all_reduce_perf"):
+                assert (run / "raw" / node / (tool + ".txt")).stat().st_size > 0, (node, tool)
+        # The results so far, written as each stage had every node's results: valid, and saying
+        # the run went on.
         results = validated_results(run / "results.json")
         assert results["run"]["state"] == "running"
         assert {"preflight", "topology", "gpu_health"} <= set(results["stages"])

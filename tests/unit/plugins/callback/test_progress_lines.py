@@ -71,3 +71,46 @@ def test_the_thread_prints_while_a_stage_runs_and_never_after_stop():
     beat.begin("dcgm", 2)  # after stop: never starts again
     assert beat.line() is None and len(lines) == count
     assert lines[0].startswith("dcgm: 0m00s, 1/2 nodes done")
+
+
+def _task(stage, action="gpucluster.acceptance.collect_stage"):
+    import types  # pylint: disable=import-outside-toplevel
+    return types.SimpleNamespace(action=action, get_vars=lambda: {"collect_stage": stage}, _role=None,
+                                 get_name=lambda: stage)
+
+
+def _result(host, stage):
+    import types  # pylint: disable=import-outside-toplevel
+    return types.SimpleNamespace(_host=types.SimpleNamespace(get_name=lambda: host), _task=_task(stage))
+
+
+def test_a_pipelined_play_has_one_heartbeat_counting_node_stages():
+    from ansible_collections.gpucluster.acceptance.plugins.callback import acceptance_report  # pylint: disable=import-outside-toplevel
+    clock, lines = _Clock(), []
+    callback = acceptance_report.CallbackModule()
+    callback._heartbeat = beat = Heartbeat(60, lines.append, clock=clock)
+    beat._thread = object()  # pretend started: drive line() by hand
+    callback._targets = ["gpu001", "gpu002"]
+    callback._pipelined = 2  # two per-node stages in the play
+    callback._task_started(_task("topology"))
+    callback._finished(_result("gpu001", "topology"))
+    clock.now += 30
+    callback._task_started(_task("dcgm"))  # gpu001 moves on: the heartbeat goes on, not restarted
+    callback._finished(_result("gpu001", "dcgm"))
+    callback._task_started(_task("topology"))
+    callback._finished(_result("gpu002", "topology"))
+    callback._task_started(_task("anything else", action="ansible.builtin.set_fact"))  # not ended either
+    clock.now += 30
+    assert beat.line() == "%s: 1m00s, 3/4 node stages done" % acceptance_report.PIPELINE_LABEL
+
+
+def test_a_plays_stages_are_its_collect_tasks_in_order_through_nested_blocks():
+    import types  # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpucluster.acceptance.plugins.callback.acceptance_report import _play_stages  # pylint: disable=import-outside-toplevel
+
+    def block(*items):
+        return types.SimpleNamespace(block=list(items), rescue=[], always=[])
+    play = types.SimpleNamespace(pre_tasks=[], tasks=[
+        block(block(_task("preflight"), _task("x", action="ansible.builtin.assert")), block(_task("topology"))),
+        block(_task("preflight"), block(block(_task("dcgm"))))])
+    assert _play_stages(play) == ["preflight", "topology", "dcgm"]

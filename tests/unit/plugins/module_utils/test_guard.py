@@ -66,3 +66,29 @@ def test_a_guard_kills_its_groups_and_exits_when_its_parent_is_gone(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def _watched_from(tmp_path, under_playbook):
+    """watched_ancestors() of a process started by pytest, directly or by a program named ansible-playbook."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import json, os, sys\nsys.path.insert(0, %r)\n"
+                     "from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guard\n"
+                     "print(json.dumps([os.getppid(), _guard.watched_ancestors(), _guard.ancestors()]))\n"
+                     % str(COLLECTIONS))
+    if not under_playbook:
+        return subprocess.run([sys.executable, str(probe)], capture_output=True, text=True, check=True).stdout
+    playbook = tmp_path / "ansible-playbook"  # the name is what marks it, as in /proc/PID/cmdline
+    playbook.write_text("import subprocess, sys\n"
+                        "print(subprocess.run(['sh', '-c', 'exec \"$0\" \"$1\"', sys.executable, %r],"
+                        " capture_output=True, text=True, check=True).stdout, end='')\n" % str(probe))
+    return subprocess.run([sys.executable, str(playbook)], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_guard_watches_up_to_ansible_playbook_not_what_started_it(tmp_path):
+    import json  # pylint: disable=import-outside-toplevel
+    parent, watched, every = json.loads(_watched_from(tmp_path, under_playbook=True))
+    # probe (sh exec'd into it) -> "ansible-playbook" -> pytest -> ...: watched up to the playbook only
+    assert watched == [parent] and every[:2] == [parent, os.getpid()], (watched, every)
+    # Without an Ansible program above: the parent alone (here pytest), never the whole chain.
+    parent, watched, every = json.loads(_watched_from(tmp_path, under_playbook=False))
+    assert watched == [parent] == [os.getpid()] and len(every) > 1
