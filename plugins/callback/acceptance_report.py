@@ -128,9 +128,10 @@ def _play_stages(play):
     only, skip = list(args.get("tags") or ["all"]), list(args.get("skip_tags") or [])
 
     def selected(task):  # --tags / --skip-tags leave some stages out
+        # Progress only: a task whose tags cannot be evaluated here is counted.
         try:
             return task.evaluate_tags(only, skip, all_vars={})
-        except Exception:  # pylint: disable=broad-except  (progress only: count it)
+        except Exception:  # pylint: disable=broad-except
             return True
 
     def walk(items):
