@@ -129,8 +129,9 @@ def _play_stages(play):
 
     def selected(task):  # --tags / --skip-tags leave some stages out
         # Progress only: a task whose tags cannot be evaluated here is counted.
+        evaluate = getattr(task, "evaluate_tags", None)
         try:
-            return task.evaluate_tags(only, skip, all_vars={})
+            return evaluate is None or evaluate(only, skip, all_vars={})
         except Exception:  # pylint: disable=broad-except
             return True
 
@@ -140,8 +141,7 @@ def _play_stages(play):
                 walk(item.block or [])
                 walk(item.rescue or [])
                 walk(item.always or [])
-            elif getattr(item, "action", None) in COLLECT_ACTIONS and (
-                    not hasattr(item, "evaluate_tags") or selected(item)):
+            elif getattr(item, "action", None) in COLLECT_ACTIONS and selected(item):
                 stage = _stage_of(item)
                 if stage not in stages:
                     stages.append(stage)
@@ -398,7 +398,7 @@ class CallbackModule(CallbackBase):
             self._heartbeat.end()
         self._pipelined = 0
         if str(getattr(play, "strategy", "") or "") in FREE_STRATEGIES:
-            self._pipelined = len(_play_stages(play)) or 0
+            self._pipelined = len(_play_stages(play))
         if self._run_dir:  # a play boundary: what the run has so far, for a run killed later
             self._write_results(state="running")
 
