@@ -112,6 +112,8 @@ def inventory(spec, run_dir=None):
                      "acceptance_controller_environment": controller_environment,
                      # One process per node driving all 8 GPUs (-g 8) keeps the fake ranks few; the
                      # simulated Slurm has no GPU GRES for --gpus-per-node.
+                     # The RDMA stage's tasks read each node's fake sysfs counter tree.
+                     "check_rdma_counters_root": "%s/gpusim/sys/@node@/class/infiniband" % run_dir,
                      "check_fabric_binary": "all_reduce_perf",
                      "check_fabric_tasks_per_node": 1,
                      "check_fabric_gpus_per_process": 8,

@@ -474,6 +474,12 @@ class CallbackModule(CallbackBase):
             key = (str(result._result["stage_result"].get("stage") or "fabric"),
                    "nccl-tests from the controller, first round: %d job(s) of %s node(s)"
                    % (len(groups), "/".join(sorted(set(str(len(g)) for g in groups))) or "0"))
+            tests = [t for t in plan if isinstance(t, dict) and "server" in t and "client" in t]
+            if tests:  # the RDMA pair stage's first round: perftest pairs on every rail
+                nodes = sorted(set(str(t[r]) for t in tests for r in ("server", "client")))
+                key = (str(result._result["stage_result"].get("stage") or "rdma"),
+                       "perftest pairs from the controller, first round: %d test(s) on %d rail(s) in one Slurm step"
+                       % (len(tests), len(set(t.get("rail") for t in tests))))
             self._pending_plan.setdefault(key, []).extend(nodes or [host])
         if self._check_mode and isinstance(message, str) and message.startswith(CHECK_MODE_PREFIX):
             stage = _stage_of(result._task)

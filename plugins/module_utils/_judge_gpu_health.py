@@ -37,6 +37,8 @@ Checks (component = "GPU<index>" for per-GPU findings):
 - gpu.xid             Xid events in the window by the profile's severity lists; older ones warn
 - gpu.lost            a GPU has fallen off the bus
 - gpu.driver          driver version on the profile's driver_branch
+- gpu.pcie_link       PCIe link width and generation vs pcie.gpu_width / pcie.gpu_gen (default: the
+                      GPU's own maximum); the generation only in P0, as idle GPUs clock the link down
 
 This module runs the checks and the stage; the parts live next to it: _judge_gpu_health_views
 (one view per GPU from -q and CSV, GPU identity, the tool names), _judge_gpu_health_memory
@@ -73,6 +75,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_h
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_xid import XID_NAMES, _judge_xid, _window_of
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
     normalize_bus_id, parse_nvidia_smi_csv, parse_nvidia_smi_q)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import fold_passes, judge_link
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import (
     parse_node_clock, parse_xid_log, parse_xid_window)
 
@@ -126,6 +129,7 @@ def judge_gpu_health(smi_q, smi_csv, xid, profile, window=None, clock=None):
         results.extend(_judge_throttle(views, profile))
         results.extend(_judge_temperature(views, profile))
         results.extend(_judge_driver(smi_q if q_ok else None, smi_csv if csv_ok else None, profile))
+        results.extend(_judge_pcie(views, profile))
     results.extend(_judge_xid(xid, views, profile, window, clock))
     return results
 
@@ -249,6 +253,34 @@ def _judge_driver(smi_q, smi_csv, profile):
     return [check_result("gpu.driver", FAIL, "driver %s is not on the expected %s branch"
                          % (version, branch), {"version": version, "branch": branch},
                          evidence=evidence, tool=tool)]
+
+
+def _judge_pcie(views, profile):
+    """gpu.pcie_link: each GPU's link from -q's GPU Link Info (CSV-only views are not judged)."""
+    want_gen, want_width = profile_get(profile, "pcie.gpu_gen"), profile_get(profile, "pcie.gpu_width")
+    links, results = [], []
+    for view in views:
+        pcie = view.get("pcie") or {}
+        if view.get("tool") != STAGE_Q or not any(v is not None for v in pcie.values()):
+            continue
+        evidence = _ev(view, "pcie")
+        link = {"name": view["name"], "component": view["label"], "current_gen": pcie.get("gen_current"),
+                "current_width": pcie.get("width_current"),
+                "max_gen": pcie.get("gen_max") if pcie.get("gen_max") is not None else pcie.get("gen_device_max"),
+                "device_max_gen": pcie.get("gen_device_max"), "max_width": pcie.get("width_max"),
+                "evidence": evidence, "tool": STAGE_Q,
+                # a pass shows the GPU's header and its current generation and width
+                "summary": evidence[:1] + [line for line in evidence
+                                           if re.search(r"(Generation|Link Width) > Current :", line)]}
+        pstate = view.get("pstate")
+        idle = pstate if isinstance(pstate, str) and pstate.strip() not in ("P0", "") else None
+        links.append(link)
+        result = judge_link("gpu.pcie_link", link, want_gen, want_width, idle=idle)
+        if result is not None:
+            results.append(result)
+    if not links:
+        return []
+    return fold_passes("gpu.pcie_link", "GPU", links, results, want_gen, want_width, tool=STAGE_Q)
 
 
 # --------------------------------------------------------------------------------------------

@@ -142,7 +142,7 @@ def _q_view(position, gpu):
     index = gpu.get("index") if isinstance(gpu.get("index"), int) else position
     ev = dict((key, header + list(evidence.get(key) or []))
               for key in ("ecc_uncorrectable", "ecc_correctable", "retired_pages", "remapped_rows",
-                          "temperature", "throttle", "reset", "product", "bus_id"))
+                          "temperature", "throttle", "reset", "product", "bus_id", "pcie"))
     return {
         "index": index,
         "bus_id": normalize_bus_id(gpu.get("bus_id") or ""),
@@ -168,6 +168,8 @@ def _q_view(position, gpu):
         "limit_mem": _num(temp.get("memory_max_operating")),
         "reset_required": gpu.get("reset_required"),
         "drain_and_reset": gpu.get("drain_and_reset_recommended"),
+        "pcie": dict(gpu.get("pcie") or {}),
+        "pstate": gpu.get("performance_state"),
         "invalid": dict(gpu.get("invalid") or {}),
         "ev": ev,
         "tool": STAGE_Q,

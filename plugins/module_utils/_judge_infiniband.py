@@ -23,6 +23,9 @@ Checks (component = "<hca> port <n>"):
 - ib.rate             Rate == infiniband.port_rate ("mlx5_1 port 1 runs at 200 Gb/s, expected 400")
 - ib.link_layer       a named HCA runs another link layer than the profile's
 - ib.counters         counter rises over infiniband.counter_limits, with the delta
+- ib.pcie_link        each compute HCA's PCIe link (sysfs current/max link speed and width) vs
+                      pcie.nic_gen / pcie.nic_width (default: the HCA's own maximum); component
+                      "<hca>"; a link carrying less than the port's rate says so
 """
 
 from __future__ import absolute_import, division, print_function
@@ -34,9 +37,12 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import (
     counter_deltas, parse_ib_counters)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import (
+    available_gbps, fold_passes, judge_link, parse_pcie_sysfs)
 
 TOOL = "ibstat"
 TOOL_COUNTERS = "IB port counters"
+TOOL_PCIE = "ib-pcie"
 
 
 def _port_label(ca, port):
@@ -109,8 +115,9 @@ def _compute_ports(ibstat, profile, results):
     return ports
 
 
-def judge_infiniband(ibstat, counters_before, counters_after, profile):
-    """List of check results for one node's HCA ports and counter deltas."""
+def judge_infiniband(ibstat, counters_before, counters_after, profile, pcie=None):
+    """List of check results for one node's HCA ports, counter deltas and (pcie: the
+    parse_pcie_sysfs result, None when not collected) the HCAs' PCIe links."""
     results, usable = _parse_problem("ib.parse", TOOL, ibstat, ("cas",))
     if not usable:
         return results
@@ -184,10 +191,54 @@ def judge_infiniband(ibstat, counters_before, counters_after, profile):
                                     evidence=[l for _ca, p in ports for l in _port_lines(p, "Rate")]))
 
     results.extend(_judge_counters(ports, counters_before, counters_after, profile))
+    if pcie is not None:
+        results.extend(_judge_pcie(ports, pcie, profile))
     return results
 
 
+def _judge_pcie(ports, pcie, profile):
+    """ib.pcie_link for each compute HCA (its PCI function's link, once per HCA)."""
+    results = []
+    if pcie.get("errors") and not pcie.get("devices"):
+        return [check_result("ib.parse", ERROR, "%s output unreadable: %s" % (TOOL_PCIE, "; ".join(pcie["errors"][:3])),
+                             {}, evidence=pcie["errors"][:12], tool=TOOL_PCIE)]
+    if pcie.get("errors"):
+        results.append(check_result("ib.parse", ERROR, "%s: part of the output is unreadable (the rest is judged): %s"
+                                    % (TOOL_PCIE, "; ".join(pcie["errors"][:3])), {},
+                                    evidence=pcie["errors"][:12], tool=TOOL_PCIE))
+    want_gen, want_width = profile_get(profile, "pcie.nic_gen"), profile_get(profile, "pcie.nic_width")
+    rates = {}
+    for ca, port in ports:
+        rates.setdefault(ca, port.get("rate"))
+    links = []
+    for ca in rates:
+        device = (pcie.get("devices") or {}).get(ca)
+        if device is None:
+            results.append(check_result("ib.pcie_link", ERROR, "%s: sysfs shows no PCIe link attributes for it"
+                                        % ca, {}, ca, tool=TOOL_PCIE))
+            continue
+        link = dict(device, name=ca, component=ca, evidence=device.get("lines"), tool=TOOL_PCIE,
+                    summary=[line for line in device.get("lines") or [] if "/current_link_" in line])
+        links.append(link)
+        result = judge_link("ib.pcie_link", link, want_gen, want_width)
+        if result is None:
+            continue
+        gbps, rate = available_gbps(link["current_gen"], link["current_width"]), rates[ca]
+        if result["status"] == FAIL and gbps and is_number(rate) and gbps < rate:
+            result["message"] += ": %s Gb/s, less than the port's %s Gb/s" % (fmt_num(round(gbps)), fmt_num(rate))
+        results.append(result)
+    if not links:
+        return results
+    return fold_passes("ib.pcie_link", "compute HCA", links, results, want_gen, want_width, tool=TOOL_PCIE)
+
+
 def _judge_counters(ports, before, after, profile):
+    return judge_counters(ports, before, after, profile)
+
+
+def judge_counters(ports, before, after, profile, during="the test"):
+    """ib.counters results for ``ports`` [(ca, {port: n})] from two parse_ib_counters snapshots
+    taken around some traffic (``during`` names it in the messages: "perftest round 2")."""
     limits = profile_get(profile, "infiniband.counter_limits") or {}
     if before is None and after is None:
         return [check_result("ib.counters", SKIP, "%s: no before/after snapshots collected"
@@ -235,14 +286,15 @@ def _judge_counters(ports, before, after, profile):
             if delta > limit:
                 bad += 1
                 results.append(check_result(
-                    "ib.counters", FAIL, "%s %s rose by %s%s during the test (limit %s)"
-                    % (label, name, "at least " if where in lower_bound else "", fmt_num(delta),
+                    "ib.counters", FAIL, "%s %s rose by %s%s during %s (limit %s)"
+                    % (label, name, "at least " if where in lower_bound else "", fmt_num(delta), during,
                        fmt_num(limit)), metrics, label,
                     evidence=["before: " + lines_before.get(where, "?"), "after: " + lines_after.get(where, "?")]))
     if not bad:
         if judged:
             results.append(check_result("ib.counters", PASS, "no error counter rose above its "
-                                        "limit on %d ports" % len(ports), {"judged": judged},
+                                        "limit on %d ports%s" % (len(ports), "" if during == "the test"
+                                                                 else " during %s" % during), {"judged": judged},
                                         evidence=["after: " + v for k, v in sorted(lines_after.items())
                                                   if k.rsplit("/", 1)[-1] in ("symbol_error", "link_downed")]))
         else:
@@ -266,14 +318,33 @@ def judge_infiniband_stage(outputs, profile, options):
         checks.append(check_result("ib.counters", SKIP, "%s was not captured: error counters not judged"
                                    % ("ib-counters-before" if before is None else "ib-counters-after")))
         before = after = None
+    pcie = outputs.get(TOOL_PCIE)
+    if pcie is None and TOOL_PCIE in outputs:
+        checks.append(check_result("ib.pcie_link", SKIP, "%s was not captured: the HCAs' PCIe links were not "
+                                   "judged" % TOOL_PCIE, tool=TOOL_PCIE))
     results = judge_infiniband(parse_ibstat(outputs["ibstat"]),
                                None if before is None else parse_ib_counters(before),
-                               None if after is None else parse_ib_counters(after), profile)
+                               None if after is None else parse_ib_counters(after), profile,
+                               pcie=None if pcie is None else parse_pcie_sysfs(pcie))
     if checks:
         results = [r for r in results if not (r["check"] == "ib.counters" and r["status"] == SKIP
                                               and "no before/after" in r["message"])] + checks
+    metrics = {"ports": port_metrics(parse_ibstat(outputs["ibstat"]))}
     for result in results:  # what each result rests on: ibstat, or the two counter snapshots
         if not result.get("tool") and result["check"] in ("ib.port_count", "ib.port_state", "ib.rate",
                                                           "ib.link_layer"):
             result["tool"] = "ibstat"
-    return results, {}
+    return results, metrics
+
+
+def port_metrics(ibstat):
+    """{CA name: {state, physical_state, rate, link_layer}} of each CA's first port, as ibstat
+    printed them: what the RDMA pair stage (_rdma) tests per NIC and judges against."""
+    ports = {}
+    for ca in ibstat.get("cas") or []:
+        if not isinstance(ca, dict) or not ca.get("name") or not ca.get("ports"):
+            continue
+        port = ca["ports"][0]
+        ports[str(ca["name"])] = {"state": port.get("state"), "physical_state": port.get("physical_state"),
+                                  "rate": port.get("rate"), "link_layer": port.get("link_layer")}
+    return ports

@@ -279,4 +279,16 @@ def judge_topology_stage(outputs, profile, options):
     metrics = {}
     if topo.get("header_line") is not None:
         metrics["gpu_count"] = len(_gpu_columns(topo))
+        metrics["nic_gpu"] = nic_gpus(topo)
     return judge_topology(topo, profile), metrics
+
+
+def nic_gpus(topo):
+    """{NIC name (mlx5_0): {gpu: index, relation: PIX}}: the GPU nearest each NIC, which the RDMA pair
+    stage puts its buffer on for GPUDirect (perftest --use_cuda)."""
+    out = {}
+    for nic, info in sorted((topo.get("nic_affinity") or {}).items()):
+        gpus = [g for g in (info or {}).get("gpus") or [] if str(g).startswith("GPU") and str(g)[3:].isdigit()]
+        if gpus:
+            out[str(info.get("name") or nic)] = {"gpu": int(str(gpus[0])[3:]), "relation": info.get("relation")}
+    return out

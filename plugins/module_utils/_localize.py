@@ -113,6 +113,8 @@ DEFAULTS = {
     "evidence_lines": 12,
     # False: write evidence only when done (the verdicts still change every round; faster)
     "evidence_every_round": True,
+    # what the results measure, as the evidence writes it: GB/s (nccl-tests busbw) or Gb/s (perftest)
+    "unit": "GB/s",
 }
 
 DEFAULT_ROUNDS = {"adaptive": 5, "random15": 15, "two_pass": 2}
@@ -1197,6 +1199,13 @@ def _uncleared_others(state, tids, element):
 
 
 def _evidence(state, element, verdict):
+    """The element's evidence lines, bandwidths in the unit the results are in."""
+    unit = state["config"].get("unit") or "GB/s"
+    lines = _evidence_lines(state, element, verdict)
+    return lines if unit == "GB/s" else [line.replace("GB/s", unit) for line in lines]
+
+
+def _evidence_lines(state, element, verdict):
     index = state["_index"]
     tests = state["tests"]
     uncleared = index["uncleared"]

@@ -372,4 +372,6 @@ def _evidence(node, header):
         "throttle": [leaf.path() for leaf in (reasons.leaves() if reasons is not None else [])
                      if _bool(leaf.value) and _REASON_KEYS.get(leaf.name.lower()) not in _NOT_THROTTLE],
         "reset": lines(("GPU Reset Status",)),
+        "pcie": lines(("PCI", "GPU Link Info")) + [leaf.path() for leaf in node.order
+                                                   if leaf.name == "Performance State"],
     }

@@ -39,7 +39,8 @@ STAGES = {
     # from the captured outputs alone, so a replay gives the same verdict.
     "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window"), judge_gpu_health_stage),
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
-    "infiniband": (("ib-counters-before", "ibstat", "ib-counters-after"), judge_infiniband_stage),
+    # ib-pcie: the HCAs' PCIe link speed and width from sysfs (ib.pcie_link).
+    "infiniband": (("ib-counters-before", "ibstat", "ib-pcie", "ib-counters-after"), judge_infiniband_stage),
     "nccl_single_node": (("all_reduce_perf",), judge_nccl_single_node_stage),
     # Known-answer probe on every GPU at once (roles/check_sdc); compared across the cluster in
     # _judge_sdc_fleet.

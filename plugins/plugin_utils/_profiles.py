@@ -53,6 +53,10 @@ SCHEMA = {
         "link_layer": (("enum", LINK_LAYERS), True),
         "counter_limits": (("map", ("null", ("int", 0, None))), True),
     }), True),
+    # RDMA pair stage (roles/check_rdma): low below min_fraction of the ports' rate.
+    "rdma": (("dict", {
+        "min_fraction": (("num", 0.01, 1), True),
+    }), False),
     "nccl": (("dict", {
         "single_node_busbw_min": (("num", 0, None), True),
         "multi_node_pair_busbw_min": (("null", ("num", 0, None)), True),
@@ -98,6 +102,14 @@ SCHEMA = {
         "level": (("int", 1, 4), True),
     }), True),
     "driver_branch": (("null", "str"), False),
+    # PCIe links (gpu.pcie_link, ib.pcie_link): expected generation and width; null: each device's
+    # own maximum as it reports it.
+    "pcie": (("dict", {
+        "gpu_gen": (("null", ("int", 1, 6)), True),
+        "gpu_width": (("null", ("enum", (1, 2, 4, 8, 16, 32))), True),
+        "nic_gen": (("null", ("int", 1, 6)), True),
+        "nic_width": (("null", ("enum", (1, 2, 4, 8, 16, 32))), True),
+    }), True),
     # The SDC probe (sdc stage): precisions to run, dense peak TFLOPS of the part per precision
     # (null: not known, the compute floor is then not judged for it) and where they come from.
     "sdc": (("dict", {
@@ -243,7 +255,7 @@ def _describe(spec):
                 return "%s >= %s" % (word, low)
             return word
         if kind == "enum":
-            return "one of %s" % ", ".join(spec[1])
+            return "one of %s" % ", ".join(str(choice) for choice in spec[1])
         if kind == "list":
             return "a list of %s" % _describe(spec[1])
         if kind in ("dict", "map"):
@@ -274,7 +286,8 @@ def _check_value(value, spec, key, problems, described=None):
                 bad()
             return
         if kind == "enum":
-            if value not in spec[1]:
+            # (True == 1 in Python: a YAML "yes" is not the width 1)
+            if value not in spec[1] or (isinstance(value, bool) and not any(isinstance(c, bool) for c in spec[1])):
                 bad()
             return
         if kind == "list":

@@ -17,6 +17,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _repo
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
     BAD, Problem, build_view, is_number, natural_key)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc, num
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma import rdma_view, render_rdma
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_view, render_checkpoint
 
@@ -359,6 +360,9 @@ def render_html(document, run_dir=None):
             _section("workload", "Step times per rank (workload)", _step_times, view),
             _section("rounds", "Fabric localisation rounds", _rounds, view),
         ])
+    rdma = rdma_view(document) if isinstance(document, dict) else None
+    if rdma is not None:  # only runs with the rdma stage have one
+        parts.append(_section("rdma", "RDMA per rail and NIC (perftest pairs)", lambda _view: render_rdma(rdma), view))
     transfer = transfer_view(document) if isinstance(document, dict) else None
     if transfer is not None:  # only runs of playbooks/data_transfer.yml have one
         parts.append(_section("transfer", "Data transfer", lambda _view: render_transfer(transfer), view))

@@ -226,7 +226,7 @@ def _raw_index(raw):
 
 
 # Stage documents a results document carries: stage name -> key.
-DOCUMENT_KEYS = {"fabric": "fabric", "workload": "workload", "baseline": "baseline", "data_transfer": "transfer",
+DOCUMENT_KEYS = {"fabric": "fabric", "rdma": "rdma", "workload": "workload", "baseline": "baseline", "data_transfer": "transfer",
                  "checkpoint_plan": "checkpoint_plan"}
 
 

@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 
-from . import dcgmi, dmesg, ibnetdiscover, ibstat, model, nccl_tests, nvidia_smi, perfquery, sysfs
+from . import dcgmi, dmesg, ibnetdiscover, ibstat, model, nccl_tests, nvidia_smi, perfquery, perftest, sysfs
 from .common import Result
 from .runstate import RunState
 from .spec import TOOLS, SpecError, load
@@ -31,6 +31,8 @@ def no_device(tool):
         return Result(dcgmi.CONNECT_ERROR, "", 235)
     if tool == "ibstat":
         return Result("", "ibpanic: [%d] main: can't list IB device names: No such file or directory\n" % pid, 255)
+    if tool in perftest.PROGRAMS:
+        return Result("", "No IB devices found\n Unable to find the Infiniband/RoCE device\n", 1)
     if tool in ("perfquery", "ibnetdiscover"):
         return Result("", "ibwarn: [%d] mad_rpc_open_port: can't open UMAD port ((null):0)\n"
                       "%s: iberror: failed: Failed to open '(null)' port '0'\n" % (pid, tool), 255)
@@ -195,6 +197,10 @@ def run_tool(tool, args, env=None):
         result = dmesg.run(node, args)
     elif tool in NCCL_TOOLS:
         result = nccl_tests.run(node, tool, args, other, env)
+    elif tool in perftest.PROGRAMS:
+        # Server and client print as they go (the server's banner before it waits for its client).
+        result = Result(code=0)
+        result.live = lambda: perftest.run(node, tool, args, spec)
     elif tool == "sdc-hook":
         result = sdc_hook(node, spec)
     elif tool == "storage-hook":
@@ -232,6 +238,8 @@ def main(argv=None):
     tool, args = argv[0], argv[1:]
     try:
         result, spec = run_tool(tool, args)
+        if getattr(result, "live", None) is not None:
+            return result.live()
         if spec is not None and result.time_key:
             delay = spec.tool_times.get(result.time_key, 0.0)
             if delay > 0:

@@ -14,6 +14,7 @@ class Result:
         self.time_key = time_key
         self.extra_delay = 0.0  # this node's slow_tool seconds for time_key
         self.release_file = None  # ... or until this file exists
+        self.live = None  # a tool that prints as it goes (perftest): run it instead of printing out
 
     def __repr__(self):
         return "Result(code=%r, out=%r..., err=%r)" % (self.code, self.out[:60], self.err[:60])

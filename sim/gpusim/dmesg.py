@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import time
 
+from . import model
 from .common import Result
 
 KERNEL = "5.15.0-125-generic"
@@ -81,7 +82,7 @@ def events(node):
     for n in node.nics:
         t += r.uniform(0.02, 0.2)
         ev.append((t, "mlx5_core %s: firmware version: %s" % (n.pci, n.fw)))
-        ev.append((t + 0.0004, "mlx5_core %s: 504.112 Gb/s available PCIe bandwidth (32.0 GT/s PCIe x16 link)" % n.pci))
+        ev.append((t + 0.0004, "mlx5_core %s: %s" % (n.pci, _pcie_line(node.hw, n))))
     t = 14.0 + r.random()
     build = BUILD.get(node.driver, "Tue Mar  4 12:00:00 UTC 2025")
     ev += [(t, "nvidia: loading out-of-tree module taints kernel."),
@@ -163,3 +164,15 @@ def run(node, args):
         else:
             lines.append(text)
     return Result("\n".join(lines) + "\n", "", 0, "dmesg")
+
+
+def _pcie_line(hw, nic):
+    """The kernel's link report at probe (pcie_print_link_status): 'limited by' a link below the cap."""
+    top = hw["nic_pcie_gen"]
+    cap = model.pcie_link_gbps(top, 16)
+    if (nic.pcie_gen, nic.pcie_width) == (top, 16):
+        return "%.3f Gb/s available PCIe bandwidth (%s GT/s PCIe x16 link)" % (cap, model.PCIE_GTS[top])
+    return ("%.3f Gb/s available PCIe bandwidth, limited by %s GT/s PCIe x%d link at %s (capable of "
+            "%.3f Gb/s with %s GT/s PCIe x16 link)" % (
+                model.pcie_link_gbps(nic.pcie_gen, nic.pcie_width), model.PCIE_GTS[nic.pcie_gen], nic.pcie_width,
+                nic.pci, cap, model.PCIE_GTS[top]))

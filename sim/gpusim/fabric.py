@@ -68,6 +68,15 @@ def node_net_gbs(nic_rates, slow_factor=1.0):
     return len(rates) * min(rates) / 8.0 * NET_EFFICIENCY * slow_factor
 
 
+def rails_share(data_factors):
+    """What a node's rails together carry, as a share of their line rate, when some NICs move data
+    slower (nic_slow). Modelled as the mean over the rails (NCCL spreads its channels over every
+    rail and the good ones carry most of the ring): one NIC at half rate of eight costs 1/16 of
+    the node's bandwidth, inside the peers' 10 % margin, which is why perftest per NIC exists."""
+    factors = [f for f in data_factors if f and f > 0]
+    return sum(factors) / len(factors) if factors else 1.0
+
+
 def network_peak(participants, oversubscription=1.0):
     """Peak network busbw (GB/s) of a run over ``participants`` (one per node), or None for one node.
 

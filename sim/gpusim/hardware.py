@@ -78,6 +78,9 @@ PROFILES = {
         # bandwidth model (GB/s busbw a healthy 8-GPU node reaches at large sizes)
         "nvlink_busbw": {"all_reduce": 480.0, "all_gather": 365.0, "reduce_scatter": 360.0, "alltoall": 345.0},
         "pcie_gbps": 22.0,
+        # PCIe generation of the GPUs' and the compute NICs' links (x16 each).
+        "pcie_gen": 5,
+        "nic_pcie_gen": 5,
     },
     "hgx_h200": {
         "gpu_name": "NVIDIA H200",
@@ -123,6 +126,9 @@ PROFILES = {
         "nvswitches": 4,
         "nvlink_busbw": {"all_reduce": 480.0, "all_gather": 368.0, "reduce_scatter": 362.0, "alltoall": 350.0},
         "pcie_gbps": 22.0,
+        # PCIe generation of the GPUs' and the compute NICs' links (x16 each).
+        "pcie_gen": 5,
+        "nic_pcie_gen": 5,
     },
     "hgx_b200": {
         "gpu_name": "NVIDIA B200",
@@ -168,6 +174,9 @@ PROFILES = {
         "nvswitches": 2,
         "nvlink_busbw": {"all_reduce": 840.0, "all_gather": 660.0, "reduce_scatter": 650.0, "alltoall": 620.0},
         "pcie_gbps": 45.0,
+        # PCIe generation of the GPUs' and the compute NICs' links (x16 each).
+        "pcie_gen": 5,
+        "nic_pcie_gen": 5,
     },
     "a100_sxm_80gb": {
         "gpu_name": "NVIDIA A100-SXM4-80GB",
@@ -213,6 +222,9 @@ PROFILES = {
         "nvswitches": 6,
         "nvlink_busbw": {"all_reduce": 232.0, "all_gather": 182.0, "reduce_scatter": 180.0, "alltoall": 172.0},
         "pcie_gbps": 11.0,
+        # PCIe generation of the GPUs' and the compute NICs' links (x16 each).
+        "pcie_gen": 4,
+        "nic_pcie_gen": 4,
     },
     "gb200_nvl72_tray": {
         "gpu_name": "NVIDIA GB200",
@@ -260,6 +272,9 @@ PROFILES = {
         "nvswitches": 0,
         "nvlink_busbw": {"all_reduce": 680.0, "all_gather": 540.0, "reduce_scatter": 530.0, "alltoall": 500.0},
         "pcie_gbps": 45.0,
+        # PCIe generation of the GPUs' and the compute NICs' links (x16 each).
+        "pcie_gen": 5,
+        "nic_pcie_gen": 5,
     },
 }
 

@@ -117,6 +117,11 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
     for f in by_kind.get("ecc_uncorrectable", []):
         ecc[f["gpu"]] = ecc.get(f["gpu"], 0) + f["count"]
     pending = {f["gpu"] for f in by_kind.get("row_remap_pending", [])}
+    # (gen, width) of the links pcie_downtrained trains low: {("gpu", index) | ("nic", name): ...}.
+    links = {}
+    for f in by_kind.get("pcie_downtrained", []):
+        device = ("gpu", f["gpu"]) if f.get("gpu") is not None else ("nic", f["nic"])
+        links[device] = (f["gen"] or (hw["pcie_gen"] if device[0] == "gpu" else hw["nic_pcie_gen"]), f["width"] or 16)
     dcgm_fail = {}
     for f in by_kind.get("dcgm_fail", []):
         dcgm_fail.setdefault(f["gpu"], set()).add(f["test"])
@@ -179,6 +184,8 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             bbx_ts="%02d:%02d:%02d.%03d" % (r.randint(0, 23), r.randint(0, 59), r.randint(0, 59), r.randint(0, 999)),
             bbx_us=r.randint(80000, 130000),
             dcgm_fail=sorted(dcgm_fail.get(slot, ())),
+            pcie_gen=links.get(("gpu", slot), (hw["pcie_gen"], 16))[0],
+            pcie_width=links.get(("gpu", slot), (hw["pcie_gen"], 16))[1],
         ))
         if present:
             visible += 1
@@ -191,12 +198,18 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
     nominal = spec.nic_gbps()
     down = {f["nic"]: f["physical_state"] for f in by_kind.get("nic_down", [])}
     degraded = {f["nic"]: f["rate"] for f in by_kind.get("nic_degraded", [])}
+    slow_nic = {}
+    for f in by_kind.get("nic_slow", []):
+        slow_nic[f["nic"]] = slow_nic.get(f["nic"], 1.0) * f["factor"]
     fw_all, fw_nic = None, {}
     for f in by_kind.get("firmware_mismatch", []):
         if f.get("nic"):
             fw_nic[f["nic"]] = f["version"]
         else:
             fw_all = f["version"]
+    flaps = {}
+    for f in by_kind.get("link_flap", []):
+        flaps[f["nic"]] = flaps.get(f["nic"], 0) + f["per_run"]
     rising = {}
     for f in by_kind.get("ib_counters_rising", []):
         rising.setdefault(f["nic"], []).append((spec_counter(f["counter"]), f["per_call"]))
@@ -211,13 +224,17 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             rate = degraded[name]
         if name in down:
             state, phys, rate = "Down", down[name], 10
+        gen, width = links.get(("nic", name), (hw["nic_pcie_gen"], 16))
+        # The HCA moves data at what its link carries, at most (DMA over the PCIe link; ~90 % of it).
+        link_factor = min(1.0, 0.9 * pcie_link_gbps(gen, width) / nominal)
         nics.append(Nic(
             index=i, name=name, guid=guid, state=state, phys=phys, rate=rate, nominal=nominal,
             fw=fw_nic.get(name, fw_all or hw["nic_fw"]),
             lid=n_switches + 1 + node_index * hw["nics"] + i, sm_lid=1,
             pci="%s:%s:00.0" % (nic_domains[i], hw["nic_bus_ids"][i].lower()),
             numa=hw["gpu_numa"][i] if i < len(hw["gpu_numa"]) else 0,
-            rail=i % spec.fabric["rails"], rising=rising.get(name, []),
+            rail=i % spec.fabric["rails"], rising=rising.get(name, []), data_factor=slow_nic.get(name, 1.0) * link_factor,
+            pcie_gen=gen, pcie_width=width, flaps_per_run=flaps.get(name, 0),
         ))
 
     slow = 1.0
@@ -232,6 +249,21 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
         tool_release={f["tool"]: f["release_file"] for f in by_kind.get("slow_tool", []) if f.get("release_file")},
         leaf=spec.leaf_index(node),
     )
+
+
+# Usable Mb/s per lane and generation, as the kernel counts it (8b/10b to Gen2, 128b/130b after).
+_PCIE_MBS = {1: 2000, 2: 4000, 3: 7876, 4: 15753, 5: 31507, 6: 64000}
+PCIE_GTS = {1: "2.5", 2: "5.0", 3: "8.0", 4: "16.0", 5: "32.0", 6: "64.0"}
+
+
+def pcie_link_gbps(gen, width):
+    """Gb/s a PCIe link carries (504.112 for Gen5 x16), as mlx5_core prints it at probe time."""
+    return _PCIE_MBS[gen] * width / 1000.0
+
+
+def gpu_link_factor(gpu, nic_gbps):
+    """Share of a NIC's rate a GPUDirect transfer through this GPU's PCIe link can reach."""
+    return min(1.0, 0.9 * pcie_link_gbps(gpu.pcie_gen, gpu.pcie_width) / nic_gbps)
 
 
 def _tool_delays(faults):

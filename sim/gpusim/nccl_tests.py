@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import random
 
-from . import fabric, hardware
+from . import fabric, hardware, model
 from .common import Result
 from .model import uplink_factor
 from .slurmenv import layout_from_env
@@ -236,7 +236,10 @@ def report(tool, opts, procs, states, spec, seed_key, wrong_cfg, this_proc):  # 
     net = None
     if len(nodes) > 1:
         parts = [fabric.Participant(n, fabric.node_net_gbs([x.rate for x in states[n].nics if x.state == "Active"],
-                                                           states[n].slow_factor),
+                                                           states[n].slow_factor * fabric.rails_share(
+                                                               [x.data_factor * _gpu_link(states[n], x)
+                                                                for x in states[n].nics
+                                                                if x.state == "Active"])),
                                     states[n].leaf, uplink_factor(spec, states[n].leaf)) for n in nodes]
         net = fabric.network_peak(parts, spec.fabric["oversubscription"]) or 1.2  # no IB: NCCL falls back to sockets
         if collective == "alltoall":
@@ -347,3 +350,9 @@ def run(node, tool, args, node_state_of, env=None):  # noqa: C901
             result.out += " .. %s pid %d: Test failure common.cu:%d\n" % (me.node, me.pid, TESTCHECK_LINE)
     result.time_key = time_key
     return result
+
+
+def _gpu_link(state, nic):
+    """The rail's share its GPU's PCIe link lets through (GPUDirect RDMA: GPU memory -> NIC)."""
+    gpu = state.gpu_by_slot(nic.index) if nic.index < len(state.gpus) else None
+    return model.gpu_link_factor(gpu, nic.nominal) if gpu is not None and gpu.present else 1.0

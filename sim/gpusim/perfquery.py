@@ -29,8 +29,9 @@ def _row(name, value):
     return ("%s:" % name).ljust(33, ".") + str(value) + "\n"
 
 
-def counters(seed, node_name, nic, calls, since_reset, reset_calls):
-    """Counter values of ``nic`` after ``calls`` queries (``reset_calls`` of them before the last -r)."""
+def counters(seed, node_name, nic, calls, since_reset, reset_calls, flapped=0):
+    """Counter values of ``nic`` after ``calls`` queries (``reset_calls`` of them before the last -r);
+    flapped: how often its link went down and recovered under traffic (link_flap)."""
     r = random.Random("perf|%s|%s|%s" % (seed, node_name, nic.name))
     base = {} if reset_calls else {
         "PortXmitData": r.randint(10 ** 12, 6 * 10 ** 13), "PortRcvData": r.randint(10 ** 12, 6 * 10 ** 13),
@@ -49,6 +50,8 @@ def counters(seed, node_name, nic, calls, since_reset, reset_calls):
     values["PortUnicastRcvPkts"] = values["PortRcvPkts"] - values["PortMulticastRcvPkts"]
     for field, per_call in nic.rising:
         values[field] += per_call * since_reset
+    values["LinkDownedCounter"] += flapped
+    values["LinkErrorRecoveryCounter"] += flapped
     return values
 
 
@@ -146,7 +149,8 @@ def run(node, args, run_dir=None, node_state_of=None):  # noqa: C901
     calls = state.bump("perfquery:%s" % nic.name)
     with state._locked() as data:  # pylint: disable=protected-access
         reset_calls = int(data.get("perfquery_reset:%s" % nic.name, 0))
-    values = counters(node.spec.seed, target_node.name, nic, calls, calls - reset_calls, reset_calls)
+    values = counters(node.spec.seed, target_node.name, nic, calls, calls - reset_calls, reset_calls,
+                      flapped=state.bump("flaps:%s" % nic.name, 0))
     if reset:
         with state._locked() as data:  # pylint: disable=protected-access
             data["perfquery_reset:%s" % nic.name] = calls

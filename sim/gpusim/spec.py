@@ -42,11 +42,12 @@ _PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?$")
 
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
-         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook", "storage-hook")
+         "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook", "storage-hook",
+         "ib_write_bw", "ib_read_bw")
 # tool_times keys: seconds each fake sleeps before printing.
 TOOL_TIME_KEYS = ("nvidia_smi", "dcgmi", "dcgmi_diag_r1", "dcgmi_diag_r2", "dcgmi_diag_r3", "dcgmi_diag_r4",
                   "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf", "all_gather_perf",
-                  "reduce_scatter_perf", "alltoall_perf")
+                  "reduce_scatter_perf", "alltoall_perf", "perftest")
 
 # DCGM diagnostic tests a dcgm_fail fault may name: canonical display name -> lowest run level.
 DCGM_TESTS = {
@@ -82,6 +83,18 @@ FAULTS = {
     "nvlink_down": (("node", "gpus"), {"link": "SYS"}),
     "nic_down": (("node", "nic"), {"port": 1, "physical_state": "Polling"}),
     "nic_degraded": (("node", "nic", "rate"), {"port": 1}),
+    # The HCA trains at its full rate (ibstat shows it) but moves data at this fraction of it: a
+    # marginal cable or transceiver, a PCIe problem behind the NIC. perftest on that NIC sees it;
+    # nccl-tests across the node only by the NIC's share of the node's rails.
+    "nic_slow": (("node", "nic", "factor"), {}),
+    # A GPU's (gpu: index) or a NIC's (nic: mlx5_N) PCIe link trained below its maximum: gen
+    # and/or width (null: unchanged). nvidia-smi -q / sysfs show it; the NIC moves data at what the
+    # link carries, GPUDirect RDMA through the GPU likewise (mlx5_core's probe line says "limited by").
+    "pcie_downtrained": (("node",), {"gpu": None, "nic": None, "gen": None, "width": None}),
+    # The link goes down and recovers under traffic only: each perftest run through that NIC on
+    # the node adds per_run to its link_downed and link_error_recovery counters (sysfs, perfquery)
+    # and costs the run a little bandwidth; with no traffic the counters stay still.
+    "link_flap": (("node", "nic"), {"per_run": 1}),
     "gpu_missing": (("node", "gpu"), {}),
     "ecc_uncorrectable": (("node", "gpu"), {"count": 1}),
     "row_remap_pending": (("node", "gpu"), {}),
@@ -477,6 +490,28 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
             fail(key + ".link", "must be NV1..NV%d (fewer links than the healthy NV%d) or one of %s, got %s"
                  % (hw["nvlink"] - 1, hw["nvlink"], "/".join(_TOPO_LINKS), _show(out["link"])))
         out["link"] = link
+    elif kind == "pcie_downtrained":
+        if (out["gpu"] is None) == (out["nic"] is None):
+            fail(key, "pcie_downtrained names one device: gpu (an index) or nic (mlx5_N)")
+        if out["gpu"] is not None:
+            gpu_index(out["gpu"], "gpu")
+        else:
+            nic_name(out["nic"], "nic")
+        top = hw["pcie_gen"] if out["gpu"] is not None else hw["nic_pcie_gen"]
+        if out["gen"] is None and out["width"] is None:
+            fail(key, "pcie_downtrained needs gen (below %d) and/or width (below 16)" % top)
+        if out["gen"] is not None and (not _is_int(out["gen"]) or not 1 <= out["gen"] < top):
+            fail(key + ".gen", "must be a PCIe generation 1..%d (below the healthy Gen%d), got %s"
+                 % (top - 1, top, _show(out["gen"])))
+        if out["width"] is not None and out["width"] not in (1, 2, 4, 8):
+            fail(key + ".width", "must be a link width below x16 (1, 2, 4, 8), got %s" % _show(out["width"]))
+    elif kind == "link_flap":
+        nic_name(out["nic"], "nic")
+        positive(out["per_run"], "per_run", integer=True, high=1000)
+    elif kind == "nic_slow":
+        nic_name(out["nic"], "nic")
+        positive(out["factor"], "factor", high=1)
+        out["factor"] = float(out["factor"])
     elif kind in ("nic_down", "nic_degraded", "ib_counters_rising"):
         nic_name(out["nic"], "nic")
         if out["port"] != 1:

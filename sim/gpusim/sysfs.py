@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from . import model
 from .perfquery import counters
 from .runstate import RunState
 
@@ -52,12 +53,30 @@ def write_tree(node, run_dir):
     state = RunState(run_dir, node.name)
     calls = state.bump("sysfs")
     for nic in node.nics:
-        values = counters(node.spec.seed, node.name, nic, calls, calls, 0)
+        values = counters(node.spec.seed, node.name, nic, calls, calls, 0, flapped=state.bump("flaps:%s" % nic.name, 0))
         folder = os.path.join(root(run_dir, node.name), nic.name, "ports", "1", "counters")
         os.makedirs(folder, exist_ok=True)
+        _write_link(run_dir, node, nic)
         for field, name in SYSFS_NAMES.items():
             path = os.path.join(folder, name)
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="ascii") as handle:
                 handle.write("%d\n" % values.get(field, 0))
             os.replace(tmp, path)
+
+
+def _write_link(run_dir, node, nic):
+    """<ca>/device/{current,max}_link_{speed,width}: the HCA's PCI function (a directory here,
+    a link to /sys/devices/pci... on a real node; grep reads through either)."""
+    folder = os.path.join(root(run_dir, node.name), nic.name, "device")
+    os.makedirs(folder, exist_ok=True)
+    top = node.hw["nic_pcie_gen"]
+    values = {"current_link_speed": "%s GT/s PCIe" % model.PCIE_GTS[nic.pcie_gen],
+              "current_link_width": str(nic.pcie_width),
+              "max_link_speed": "%s GT/s PCIe" % model.PCIE_GTS[top], "max_link_width": "16"}
+    for name, value in values.items():
+        path = os.path.join(folder, name)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="ascii") as handle:
+            handle.write(value + "\n")
+        os.replace(tmp, path)

@@ -12,7 +12,7 @@ its cases (`-e acceptance_replay_dir=...`) and results.json is read back:
 - either way every captured stage was judged (a pass, fail or error check, not only skips): a
   stage that did not run, or skipped what it was given, proves nothing.
 
-The fabric and workload stages run across nodes from the controller and have no per-node
+The fabric, workload and rdma stages run across nodes from the controller and have no per-node
 captures to replay, so they are skipped. The cluster-wide comparisons (version uniformity, peer
 bandwidth) compare the cases with each other, which are unrelated machines, so they are left out
 of the per-case verdicts and only listed. A table (case, expected, got) is written at the end.
@@ -29,7 +29,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages impo
 
 CORPUS = REPO / "tests" / "fixtures" / "captured"
 CASES_FILE = CORPUS / "cases.yml"
-SKIP_TAGS = "fabric,workload"
+SKIP_TAGS = "fabric,workload,rdma"
 BAD = ("fail", "error")
 # Checks that compare nodes with each other (_cluster.py): meaningless across unrelated machines.
 CLUSTER_WIDE = ("uniform_", "peers_")

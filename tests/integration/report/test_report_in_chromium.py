@@ -4,8 +4,8 @@ Once for the module: a real ansible-playbook acceptance run (every stage) of a s
 cluster on real Slurm with one slow node (slow_node 0.5: only the multi-node tests can see it), as
 in sim/clusters/demo.yml. Its callback writes results.json, report.html and metrics.prom. Then:
 the page and metrics are the renderings of that results.json; Chromium's DOM holds the pairwise
-heatmap with the pinned node outlined, the step-time chart and the localisation rounds with
-every group of results.json; the screenshot shows each tested pair's colour where its cell is and
+heatmap with the pinned node outlined, the step-time chart, the localisation rounds with
+every group of results.json and the RDMA stage's rails; the screenshot shows each tested pair's colour where its cell is and
 the pinned node's row and column red and outlined; the page asks the network for nothing
 (Chromium's own net log, checked against a control page that does).
 
@@ -201,6 +201,18 @@ def test_chromium_draws_the_rounds_with_their_groups(run, dom):
         assert drawn == sorted(" ".join(g["nodes"]) for g in entry["groups"])
         assert sorted(g["attrs"]["data-status"] for g in groups if g["attrs"]["data-round"] == str(entry["round"])) == \
             sorted(g["status"] for g in entry["groups"])
+
+
+def test_chromium_draws_the_rdma_rails_of_the_run(run, dom):
+    # The full run has the RDMA pair stage: one table row per rail of results.json's rdma block.
+    rails = run.results["rdma"]["rails"]
+    rows = dom.find("tr", "rdma")
+    cells = dom.find("td", "rdma")
+    assert len(rows) == 1 + len(rails) == 9
+    assert len(cells) == 7 * len(rails)
+    slow = [n for r in rails.values() for n in r["pinned"] + r["suspects"]]
+    assert len(dom.find("tr", "rdma", "bad")) == len([r for r in rails.values() if r["pinned"] or r["suspects"]])
+    assert not slow or any(slow[0] in "".join(c["text"]) for c in cells)
 
 
 def rgb(hex_colour):

@@ -84,7 +84,10 @@ def test_the_gpu_health_and_topology_stages_record_what_their_tools_saw():
     assert set(metrics["gpu_identity"]) == {"nvidia-smi-q"}
     topo = (FIXTURES / "nvidia_topo" / "dgx_a100_7of8_gpus_handmade.txt").read_text()
     _checks, metrics = judge_topology_stage({"nvidia-smi-topo": topo}, H100, {})
-    assert metrics == {"gpu_count": 7}
+    assert metrics["gpu_count"] == 7
+    # and, for the RDMA pair stage, the GPU nearest each NIC
+    assert metrics["nic_gpu"]["mlx5_0"] == {"gpu": 0, "relation": "PXB"}
+    assert metrics["nic_gpu"]["mlx5_2"]["gpu"] == 2
 
 
 # ---------------------------------------------------------------------------- cluster-wide ----

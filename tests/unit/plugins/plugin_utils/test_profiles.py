@@ -27,6 +27,9 @@ def test_shipped_profile_loads_and_is_complete(name):
         assert key in profile, key
     assert profile["nccl"]["single_node_busbw_min"] > profile["nccl"]["multi_node_pair_busbw_min"]
     assert profile["dcgm"]["level"] == 3
+    # the PCIe links a platform's GPUs and HCAs must train at (GB200: the GPUs' own maximum)
+    expected = {"a100_sxm_80gb": (4, 16, 4, 16), "gb200_nvl72_tray": (None, None, None, None)}.get(name, (5, 16, 5, 16))
+    assert tuple(profile["pcie"][k] for k in ("gpu_gen", "gpu_width", "nic_gen", "nic_width")) == expected
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -107,6 +110,9 @@ def test_override_replaces_lists_whole():
     ({"infiniband": {"counter_limits": {"symbol_error": -1}}},
      "infiniband.counter_limits.symbol_error must be an integer >= 0 or null"),
     ({"nccl": 400}, "nccl must be a mapping"),
+    ({"pcie": {"gpu_width": 12}}, "pcie.gpu_width must be one of 1, 2, 4, 8, 16, 32 or null, got 12"),
+    ({"pcie": {"nic_width": True}}, "pcie.nic_width must be one of"),
+    ({"pcie": {"nic_gen": 7}}, "pcie.nic_gen must be an integer from 1 to 6"),
 ])
 def test_bad_overrides_are_named(overrides, fragment):
     with pytest.raises(ValueError) as info:
