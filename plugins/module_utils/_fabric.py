@@ -23,6 +23,9 @@ What a group's run proves is decided here (judge_run), and only measurements rea
   no measurement either (an error for the nodes, never slow);
 * ``missing``: replaying captured outputs, a group the capture does not hold: not replayable.
 
+Before any of it the launcher preflight (_fabric_preflight: ``srun --mpi=list`` and a 2-rank launch)
+proves the launcher; when it shows the launcher broken the stage ends as that error at once.
+
 Replay (opts['replay_dir']): the same planner runs on the captured outputs of a past run
 (``raw/_fabric/<key>.txt`` and the exit codes in its results.json), never launching anything.
 Running (and reading back) the groups is _fabric_runs; judging them and the stage is here.
@@ -38,6 +41,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     ERROR, FAIL, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _hostlist, _judge_nccl, _localize
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_preflight import run_preflight
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import (
     Runner, launched_ranks, raw_key, raw_key_retry)
 
@@ -232,6 +236,34 @@ def _error_stage(fabric, judged, checks, full=None):
             "cause": judged["sentence"]}
 
 
+def _preflight(fabric, nodes, checks):
+    """The launcher preflight's check (a cluster check: component launcher or what broke)."""
+    found = run_preflight(fabric.runner, nodes, fabric.opts, judge_run)
+    checks.append(_check("launcher", found["status"], found["message"],
+                         {"requested_mpi": found["requested"], "steps": [s["step"] for s in found["steps"]]},
+                         component=found["component"] or "launcher", evidence=found["evidence"], raw=found["raw"]))
+    return dict((k, found[k]) for k in ("status", "component", "cause", "message", "requested", "steps", "singletons"))
+
+
+def _all_singletons(fabric):
+    """Every group of every round ran as independent one-rank runs: no node's build is to blame."""
+    outcomes = [group["outcome"] for entry in fabric.rounds for group in entry["groups"]]
+    return bool(outcomes) and all(outcome == "build" for outcome in outcomes)
+
+
+def _singleton_stage(fabric, checks):
+    """One cluster error: with every node in one-rank runs the launcher (or one shared build) is the cause."""
+    cause = "every run on every node was independent one-rank runs (MPI singletons): the launcher's PMI " \
+            "(srun --mpi=%s) does not reach the MPI library, or every node's nccl-tests was built without MPI=1" \
+            % (fabric.opts.get("mpi") or "<MpiDefault>")
+    message = "the fabric stage could not run: %s" % cause
+    checks.append(_check("fabric.run", ERROR, message, {"outcome": "build"}, component="launcher",
+                         evidence=["%d group(s) in %d round(s), none with one multi-rank run" % (
+                             sum(len(e["groups"]) for e in fabric.rounds), len(fabric.rounds))],
+                         raw=sorted(fabric.runner.raw)))
+    return {"component": "launcher", "message": message, "cause": cause}
+
+
 def _full_allocation(fabric, nodes, floor):
     (record, judged), = fabric.attempt([(FULL_KEY, nodes)])
     key = record.get("key", FULL_KEY)
@@ -337,8 +369,13 @@ def fabric_stage(nodes, topology, opts, env=None):
         return {"stage": STAGE, "checks": [check], "raw": {}, "failed_nodes": [],
                 "document": {"status": check["status"], "error": None, "nodes": {}, "rounds": [], "matrix": {}}}
     fabric = _Fabric(nodes, topology, opts, env)
-    full_view, error, state = None, None, None
-    if opts.get("full_allocation", True):
+    full_view, error, state, preflight = None, None, None, None
+    if opts.get("preflight", True):
+        preflight = _preflight(fabric, nodes, checks)
+        if preflight["status"] == ERROR:
+            error = {"component": preflight["component"] or "launcher", "cause": preflight["cause"],
+                     "message": "the fabric stage could not run: %s" % preflight["cause"]}
+    if error is None and opts.get("full_allocation", True):
         full, judged, full_view = _full_allocation(fabric, nodes, floor)
         if judged["outcome"] == "infra":
             error = _error_stage(fabric, judged, checks)
@@ -360,6 +397,8 @@ def fabric_stage(nodes, topology, opts, env=None):
             _localize.analyse_round(state, results)
         state["done"] = True
         _localize.refresh_evidence(state)
+        if error is None and preflight and preflight.get("singletons") and _all_singletons(fabric):
+            error = _singleton_stage(fabric, checks)
     status = ERROR if error else PASS
     failed = []
     if error is None:
@@ -367,6 +406,7 @@ def fabric_stage(nodes, topology, opts, env=None):
         _uplink_checks(state, checks)
         status = max((c["status"] for c in checks), key=lambda s: {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}[s])
     document = _document(fabric, state, full_view, status, error, floor)
+    document["preflight"] = preflight
     return {"stage": STAGE, "checks": checks, "raw": fabric.runner.raw, "document": document,
             "failed_nodes": sorted(failed)}
 

@@ -151,13 +151,17 @@ class Runner(object):
             self.raw[key] = kept
 
     def run(self, groups_with_keys):
-        """Run [(key, group)] concurrently (bounded); records in order, each kept under its key."""
+        """Run [(key, group)] concurrently (bounded); records in order, each kept under its key.
+
+        An item may be (key, group, argv): that command instead of the group's nccl-tests launch
+        (the launcher preflight's ``srun --mpi=list``).
+        """
         records = [None] * len(groups_with_keys)
         slots = threading.Semaphore(max(1, int(self.opts.get("concurrency") or 1)))
 
-        def worker(i, key, group):
+        def worker(i, key, group, argv=None):
             with slots:
-                argv = group_command(group, self.opts)
+                argv = argv or group_command(group, self.opts)
                 if self.replay_dir:
                     record = self._replayed(key, group)
                 else:
@@ -168,8 +172,8 @@ class Runner(object):
                 self._keep(key, record)
                 records[i] = record
 
-        threads = [threading.Thread(target=worker, args=(i, key, group))
-                   for i, (key, group) in enumerate(groups_with_keys)]
+        threads = [threading.Thread(target=worker, args=(i,) + tuple(item))
+                   for i, item in enumerate(groups_with_keys)]
         for thread in threads:
             thread.start()
         for thread in threads:

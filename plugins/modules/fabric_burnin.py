@@ -102,6 +102,22 @@ options:
     description: Run the whole allocation once before localising.
     type: bool
     default: true
+  preflight:
+    description:
+      - Prove the launcher first - C(srun --mpi=list) must offer the O(mpi) plugin, and the binary
+        launched on two nodes, one rank each, must report 2 ranks. A missing plugin (PMIx) or a
+        broken launch ends the stage as a launcher error before any bandwidth is judged.
+    type: bool
+    default: true
+  preflight_args:
+    description: nccl-tests arguments of the 2-rank launch (before C(-g 1)).
+    type: list
+    elements: str
+    default: [-b, "8", -e, "8", -f, "2", -n, "1", -w, "0", -c, "1"]
+  preflight_timeout:
+    description: Seconds before each preflight run is killed.
+    type: int
+    default: 120
   localize:
     description: Planner settings (min_rel_drop, mad_z, min_peers, oversubscription, cross_fraction, max_retests).
     type: dict
@@ -184,6 +200,10 @@ def main():
             seed=dict(type="int", default=0),
             floor=dict(type="float", default=0),
             full_allocation=dict(type="bool", default=True),
+            preflight=dict(type="bool", default=True),
+            preflight_args=dict(type="list", elements="str",
+                                default=["-b", "8", "-e", "8", "-f", "2", "-n", "1", "-w", "0", "-c", "1"]),
+            preflight_timeout=dict(type="int", default=120),
             localize=dict(type="dict", default={}),
             environment=dict(type="dict", default={}),
             max_busbw=dict(type="float", default=0),
@@ -193,7 +213,7 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for key in ("tasks_per_node", "gpus_per_process", "timeout", "concurrency"):
+    for key in ("tasks_per_node", "gpus_per_process", "timeout", "concurrency", "preflight_timeout"):
         if params[key] < 1:
             module.fail_json(msg="%s must be at least 1, got %d" % (key, params[key]))
     opts = dict(params)

@@ -225,6 +225,9 @@ def _fabric_facts(fabric):
         for check in fabric["cluster_checks"]:
             if check["status"] != "pass":
                 out.append('<p class="evidence">%s %s</p>' % (_chip(check["status"], check["status"]), esc(check["message"])))
+    if fabric["preflight"]:
+        out.append('<p class="evidence" id="fabric-preflight">%s %s</p>' % (
+            _chip(fabric["preflight"]["status"], fabric["preflight"]["status"]), esc(fabric["preflight"]["message"])))
     full = fabric["full_allocation"]
     if full and full["busbw"] is not None:
         out.append('<p class="evidence">Full allocation: %s node(s), %s GB/s %s</p>'

@@ -192,6 +192,10 @@ def fabric_view(document):
         error = {"component": need(error, "component", "string", "fabric/error"),
                  "message": need(error, "message", "string", "fabric/error")}
     view["error"] = error
+    preflight = need(fabric, "preflight", "object|null", path, required=False)
+    view["preflight"] = None if preflight is None else {
+        "status": need_enum(preflight, "status", CHECK_STATUSES, "fabric/preflight"),
+        "message": need(preflight, "message", "string", "fabric/preflight")}
     nodes = {}
     for node, entry in need(fabric, "nodes", "object", path).items():
         where = "fabric/nodes/%s" % node

@@ -16,8 +16,9 @@ def fabric_checks(run, status=("fail", "error")):
     return [c for c in run.results["checks"] if c["stage"] == "fabric" and c["status"] in status]
 
 
-def _step_running(tool):
-    """A process of a running Slurm step (its parent is slurmstepd) whose command names the tool."""
+def _step_running(tool, argument="8M"):
+    """A process of a running Slurm step (its parent is slurmstepd) whose command names the tool
+    and the argument (8M: a bandwidth run, not the launcher preflight's 8-byte one)."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
@@ -25,7 +26,7 @@ def _step_running(tool):
             parent = open("/proc/%s/comm" % ppid).read().strip()
         except OSError:
             continue
-        if tool in argv and parent == "slurmstepd":
+        if tool in argv and argument in argv and parent == "slurmstepd":
             return pid
     return None
 
@@ -114,3 +115,37 @@ def test_a_node_built_without_mpi_is_named_with_the_cause(tmp_path):
     assert "one-rank runs" in full[0]["message"] or "independent" in full[0]["message"]
     assert "slow" not in node_check["message"] and "GB/s" not in node_check["message"]
     assert json.dumps(run.results["fabric"]["pinned"]) == json.dumps({"nodes": ["gpu005"], "uplinks": []})
+
+
+def test_a_missing_pmix_plugin_is_a_launcher_error_before_any_bandwidth(tmp_path):
+    # Real srun on the simulated cluster offers pmix and pmix_v4, not pmix_v5: the preflight's
+    # srun --mpi=list says so and the stage stops there, launching no nccl-tests at all.
+    with SimRun(spec("fpmix", count=4), tmp_path) as sim:
+        run = sim.acceptance("--tags", "fabric", "-e", "check_fabric_mpi=pmix_v5")
+    assert run.rc != 0
+    fabric = [c for c in run.results["checks"] if c["stage"] == "fabric"]
+    assert [(c["check"], c["status"], c["component"]) for c in fabric] == [("launcher", "error", "launcher")], fabric
+    assert fabric[0]["message"].startswith("launcher preflight: srun has no MPI plugin pmix_v5 (PMIx is missing)")
+    assert "pmix_v4" in fabric[0]["message"]
+    assert run.results["fabric"]["error"]["component"] == "launcher"
+    assert run.results["fabric"]["preflight"]["steps"][0]["step"] == "mpi_list"
+    assert sorted(run.results["raw"]["_fabric"]) == ["preflight-mpi-list"]
+    assert run.results["verdict"]["failed_nodes"] == [] and run.results["verdict"]["cluster_failed"]
+    assert "MPI plugin types are..." in (run.dir / "raw" / "_fabric" / "preflight-mpi-list.txt").read_text()
+
+
+def test_every_node_in_one_rank_runs_is_the_launcher_not_the_nodes(tmp_path):
+    # What Open MPI does under a PMI it cannot use (singletons) looks like nccl-tests built without
+    # MPI=1; on every node at once no node is to blame.
+    faults = [{"kind": "no_mpi", "node": "gpu00%d" % i} for i in range(1, 5)]
+    with SimRun(spec("fsingle", count=4, faults=faults), tmp_path) as sim:
+        run = sim.acceptance("--tags", "fabric")
+    assert run.rc != 0
+    bad = fabric_checks(run)
+    assert not [c for c in bad if c["node"]], bad
+    (stop,) = [c for c in bad if c["check"] == "fabric.run"]
+    assert stop["component"] == "launcher" and "MPI singletons" in stop["message"]
+    launcher = [c for c in run.results["checks"] if c["check"] == "launcher"]
+    assert launcher[0]["status"] == "skip" and "independent one-rank runs" in launcher[0]["message"]
+    assert run.results["fabric"]["pinned"] == {"nodes": [], "uplinks": []}
+    assert run.results["verdict"]["failed_nodes"] == []

@@ -20,6 +20,12 @@ def test_clean_cluster_passes_the_fabric_stage(tmp_path):
     run = fabric_run(tmp_path, "fclean", [])
     assert run.rc == 0, run.output[-3000:]
     assert not fabric_checks(run)
+    (launcher,) = [c for c in run.results["checks"] if c["check"] == "launcher"]
+    assert launcher["status"] == "pass" and launcher["node"] is None
+    assert "srun offers" in launcher["message"] and "on gpu001,gpu002 reported 2 ranks in one run" in launcher["message"]
+    assert {"preflight-mpi-list", "preflight-2-ranks"} <= set(run.results["raw"]["_fabric"])
+    page = (run.dir / "report.html").read_text()
+    assert 'id="fabric-preflight"' in page and "reported 2 ranks in one run" in page.split('id="fabric-preflight"')[1][:600]
     per_node = [c for c in run.results["checks"] if c["check"] == "pair_bandwidth"]
     assert len(per_node) == 16 and all(c["status"] == "pass" for c in per_node)
     matrix = run.results["fabric"]["matrix"]
