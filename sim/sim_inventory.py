@@ -30,7 +30,9 @@ def inventory(spec, run_dir=None):
     local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     hosts = {}
     for node in spec.nodes:
-        host = {"gpucluster_sim_node": node, "slurm_topology_leaf": spec.leaf_name(spec.leaf_index(node))}
+        host = {"gpucluster_sim_node": node}
+        if spec.leaf_labels:
+            host["slurm_topology_leaf"] = spec.leaf_name(spec.leaf_index(node))
         if spec.transport == "ssh":
             # Its own sshd's address; an unreachable node has none listening there: refused.
             host.update(sshnodes.host_vars(run_dir, spec.nodes, node))

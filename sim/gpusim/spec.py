@@ -21,7 +21,7 @@ from . import hardware
 
 REQUIRED_KEYS = ("name", "profile", "nodes")
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
-            "faults", "health_check", "topology", "transport", "accounting", "slurm_auth")
+            "faults", "health_check", "topology", "leaf_labels", "transport", "accounting", "slurm_auth")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
 HEALTH_KEYS = ("program", "interval")
@@ -170,6 +170,7 @@ class Spec:  # pylint: disable=too-many-instance-attributes
         self.faults = data["faults"] if faults is None else faults
         self.health_check = data["health_check"]
         self.topology = data["topology"]
+        self.leaf_labels = data["leaf_labels"]
         self.transport = data["transport"]
         self.accounting = data["accounting"]
         self.slurm_auth = data["slurm_auth"]
@@ -400,6 +401,10 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     out["topology"] = data.get("topology", True)
     if not isinstance(out["topology"], bool):
         fail("topology", "must be true or false, got %s" % _show(out["topology"]))
+    # Whether the inventory labels each host with its leaf (slurm_topology_leaf).
+    out["leaf_labels"] = data.get("leaf_labels", True)
+    if not isinstance(out["leaf_labels"], bool):
+        fail("leaf_labels", "must be true or false, got %s" % _show(out["leaf_labels"]))
     # How Ansible reaches the nodes (sim/sshnodes.py); the tools behave the same either way.
     out["transport"] = data.get("transport", "local")
     if out["transport"] not in TRANSPORTS:
