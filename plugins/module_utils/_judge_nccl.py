@@ -41,6 +41,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
     FAILURE_WORDS, GIB, parse_nccl_tests)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import is_crash_line
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_errors import (
+    TOOL_AFTER, TOOL_BEFORE, judge_nvlink_errors, parse_nvlink_errors)
 
 # Bound used when a profile sets none: ten times the 1.8 TB/s (both directions together) that
 # NVLink 5, the fastest GPU interconnect of 2026, gives one GPU. No busbw can come near it.
@@ -452,6 +454,11 @@ def judge_nccl_single_node_stage(outputs, profile, options):
                 check["metrics"]["curve"] = curve
     if parsed.get("version"):
         metrics["nccl_version"] = parsed.get("nccl_library") or parsed.get("version")
+    # NVLink error counters around the all-reduce: a link that errs or retrains under this traffic.
+    before, after = outputs.get(TOOL_BEFORE), outputs.get(TOOL_AFTER)
+    checks.extend(judge_nvlink_errors(None if before is None else parse_nvlink_errors(before),
+                                      None if after is None else parse_nvlink_errors(after),
+                                      profile, during="all_reduce_perf"))
     return checks, metrics
 
 

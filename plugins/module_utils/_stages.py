@@ -41,7 +41,9 @@ STAGES = {
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
     # ib-pcie: the HCAs' PCIe link speed and width from sysfs (ib.pcie_link).
     "infiniband": (("ib-counters-before", "ibstat", "ib-pcie", "ib-counters-after"), judge_infiniband_stage),
-    "nccl_single_node": (("all_reduce_perf",), judge_nccl_single_node_stage),
+    # nvlink-errors-*: nvidia-smi nvlink -e around the all-reduce (nvlink.errors under its traffic).
+    "nccl_single_node": (("nvlink-errors-before", "all_reduce_perf", "nvlink-errors-after"),
+                         judge_nccl_single_node_stage),
     # Known-answer probe on every GPU at once (roles/check_sdc); compared across the cluster in
     # _judge_sdc_fleet.
     "sdc": (("sdc-probe",), judge_sdc_stage),

@@ -53,6 +53,11 @@ SCHEMA = {
         "link_layer": (("enum", LINK_LAYERS), True),
         "counter_limits": (("map", ("null", ("int", 0, None))), True),
     }), True),
+    # NVLink error counters read around a traffic stage (nvlink.errors): the most each counter may
+    # rise during it; null: shown, not judged. Counters not listed are shown, not judged.
+    "nvlink": (("dict", {
+        "error_limits": (("map", ("null", ("int", 0, None))), True),
+    }), False),
     # RDMA pair stage (roles/check_rdma): low below min_fraction of the ports' rate.
     "rdma": (("dict", {
         "min_fraction": (("num", 0.01, 1), True),

@@ -244,6 +244,7 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
         name=node, index=node_index, hw=hw, spec=spec, driver=driver, cuda=cuda, vbios=hw["vbios"],
         gpus=gpus, nics=nics, nvlink=nvlink, xids=xids, slow_factor=slow,
         wrong_results=by_kind.get("wrong_results", []), no_mpi=bool(by_kind.get("no_mpi")),
+        nvlink_errors=[dict(f) for f in by_kind.get("nvlink_errors", [])],
         hang={f["tool"] for f in by_kind.get("hang", [])},
         tool_delay=_tool_delays(by_kind.get("slow_tool", [])),
         tool_release={f["tool"]: f["release_file"] for f in by_kind.get("slow_tool", []) if f.get("release_file")},

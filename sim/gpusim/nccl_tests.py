@@ -21,6 +21,8 @@ import random
 from . import fabric, hardware, model
 from .common import Result
 from .model import uplink_factor
+from .nvidia_smi import nvlink_counter_key
+from .runstate import RunState
 from .slurmenv import layout_from_env
 
 COLLECTIVE = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather",
@@ -340,6 +342,7 @@ def run(node, tool, args, node_state_of, env=None):  # noqa: C901
     for n in {p.node for p in procs}:
         for f in states[n].wrong_results:
             wrong = f.get("count") or wrong
+    _nvlink_traffic(node, env)
     result = report(tool, opts, procs, states, spec, shape, wrong, me)
     if isinstance(result, tuple):
         result, failed = result
@@ -350,6 +353,15 @@ def run(node, tool, args, node_state_of, env=None):  # noqa: C901
             result.out += " .. %s pid %d: Test failure common.cu:%d\n" % (me.node, me.pid, TESTCHECK_LINE)
     result.time_key = time_key
     return result
+
+
+def _nvlink_traffic(node, env):
+    """nvlink_errors: this run's traffic raised the faulty link's counter (nvidia-smi nvlink -e shows it)."""
+    if not node.nvlink_errors:
+        return
+    state = RunState(env.get("GPUCLUSTER_SIM_RUN") or None, node.name)
+    for f in node.nvlink_errors:
+        state.bump(nvlink_counter_key(f["gpu"], f["link"], f["counter"]), f["per_run"])
 
 
 def _gpu_link(state, nic):

@@ -1,6 +1,6 @@
 # Copyright: (c) 2025, gpucluster.acceptance contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fake ``nvidia-smi``: the summary table, -L, -q [-d ...], --query-gpu CSV, topo -m, nvlink -s.
+"""Fake ``nvidia-smi``: the summary table, -L, -q [-d ...], --query-gpu CSV, topo -m, nvlink -s, nvlink -e.
 
 Layouts follow real driver 565.57.01 output of an 8x H100 80GB HBM3 node (the summary table and
 ``-q`` of https://github.com/thamada/nvidia-smi gls/H100SXMx8_smi.py, kept in
@@ -9,10 +9,12 @@ underline. Options: ``-i/--id`` selects GPUs (visible indices, as on a real node
 """
 from __future__ import annotations
 
+import os
 import time
 
 from . import hardware
 from .common import Result
+from .runstate import RunState
 
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that "
              "the latest NVIDIA driver is installed and running.\n\n")
@@ -323,6 +325,30 @@ def render_nvlink_status(node, gpus):
     return "".join(out)
 
 
+# nvidia-smi nvlink -e: Hopper's three counters per link, a blank line after each link's group
+# (layout of the H100 output in stas00/ml-engineering, compute/accelerator/nvidia/debug.md).
+NVLINK_COUNTERS = (("replay", "Replay Errors"), ("recovery", "Recovery Errors"), ("crc", "CRC Errors"))
+
+
+def nvlink_counter_key(gpu, link, counter):
+    """The RunState key of one NVLink error counter (nccl_tests bumps it, nvlink -e reads it)."""
+    return "nvlink:%d:%d:%s" % (gpu, link, counter)
+
+
+def render_nvlink_errors(node, gpus):
+    state = RunState(os.environ.get("GPUCLUSTER_SIM_RUN") or None, node.name)
+    faulty = set((f["gpu"], f["link"], f["counter"]) for f in node.nvlink_errors)
+    out = []
+    for g in gpus:
+        out.append("GPU %d: %s (UUID: %s)\n" % (g.index, node.hw["gpu_name"], g.uuid))
+        for link in range(node.hw["nvlink"]):
+            for key, label in NVLINK_COUNTERS:
+                value = state.bump(nvlink_counter_key(g.index, link, key), 0) if (g.index, link, key) in faulty else 0
+                out.append("\t Link %d: %s: %d\n" % (link, label, value))
+            out.append("\n")
+    return "".join(out)
+
+
 # -- --query-gpu ---------------------------------------------------------------------------------
 def _reason_field(bit):
     return lambda n, g: _active(g, bit)
@@ -570,6 +596,8 @@ def run(node, args):  # noqa: C901
                 mode = "topo"
             elif sub == "nvlink" and arg in ("-s", "--status"):
                 mode = "nvlink"
+            elif sub == "nvlink" and arg in ("-e", "--errorcounters"):
+                mode = "nvlink-errors"
             elif arg in ("-h", "--help"):
                 return Result("NVIDIA System Management Interface -- v%s\n" % node.driver, "", 0)
             else:
@@ -577,7 +605,7 @@ def run(node, args):  # noqa: C901
         except ValueError:
             return Result(BAD_ARGS, "", 2)
         i += 1
-    if sub == "topo" and mode != "topo" or sub == "nvlink" and mode != "nvlink":
+    if sub == "topo" and mode != "topo" or sub == "nvlink" and mode not in ("nvlink", "nvlink-errors"):
         return Result(BAD_ARGS, "", 2)
     for d in displays:
         if d not in DISPLAY:
@@ -597,6 +625,8 @@ def run(node, args):  # noqa: C901
         return Result(render_topo(node), "", 0)
     if mode == "nvlink":
         return Result(render_nvlink_status(node, gpus), "", 0)
+    if mode == "nvlink-errors":
+        return Result(render_nvlink_errors(node, gpus), "", 0)
     if displays:
         return Result(BAD_ARGS, "", 2)
     return Result(render_table(node, gpus), "", 0)

@@ -95,6 +95,9 @@ FAULTS = {
     # the node adds per_run to its link_downed and link_error_recovery counters (sysfs, perfquery)
     # and costs the run a little bandwidth; with no traffic the counters stay still.
     "link_flap": (("node", "nic"), {"per_run": 1}),
+    # An NVLink of a GPU that errs under traffic only: each nccl-tests run on the node adds per_run
+    # to that link's counter (replay, recovery or crc) that nvidia-smi nvlink -e shows.
+    "nvlink_errors": (("node", "gpu", "link"), {"counter": "replay", "per_run": 1}),
     "gpu_missing": (("node", "gpu"), {}),
     "ecc_uncorrectable": (("node", "gpu"), {"count": 1}),
     "row_remap_pending": (("node", "gpu"), {}),
@@ -513,6 +516,13 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
     elif kind == "link_flap":
         nic_name(out["nic"], "nic")
         positive(out["per_run"], "per_run", integer=True, high=1000)
+    elif kind == "nvlink_errors":
+        gpu_index(out["gpu"], "gpu")
+        if not _is_int(out["link"]) or not 0 <= out["link"] < hw["nvlink"]:
+            fail(key + ".link", "must be an NVLink of the GPU 0..%d, got %s" % (hw["nvlink"] - 1, _show(out["link"])))
+        if out["counter"] not in ("replay", "recovery", "crc"):
+            fail(key + ".counter", "must be replay, recovery or crc, got %s" % _show(out["counter"]))
+        positive(out["per_run"], "per_run", integer=True, high=100000)
     elif kind == "nic_slow":
         nic_name(out["nic"], "nic")
         positive(out["factor"], "factor", high=1)
