@@ -116,6 +116,7 @@ def inventory(spec, run_dir=None):
                      # simulated Slurm has no GPU GRES for --gpus-per-node.
                      # The RDMA stage's tasks read each node's fake sysfs counter tree.
                      "check_rdma_counters_root": "%s/gpusim/sys/@node@/class/infiniband" % run_dir,
+                     "check_fabric_counters_root": "%s/gpusim/sys/@node@/class/infiniband" % run_dir,
                      "check_fabric_binary": "all_reduce_perf",
                      "check_fabric_tasks_per_node": 1,
                      "check_fabric_gpus_per_process": 8,

@@ -42,6 +42,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _hostlist, _judge_nccl, _localize
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_preflight import run_preflight
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric_counters
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import (
     Runner, launched_ranks, raw_key, raw_key_retry)
 
@@ -245,6 +246,16 @@ def _preflight(fabric, nodes, checks):
     return dict((k, found[k]) for k in ("status", "component", "cause", "message", "requested", "steps", "singletons"))
 
 
+def _snapshot(fabric, nodes, key):
+    """Every node's IB port counters in one step (srun launcher and a counters root only), or None."""
+    opts = fabric.opts
+    if not opts.get("counters_root") or opts.get("launcher", "srun") != "srun":
+        return None
+    limits = [float(v) for v in (opts.get("preflight_timeout"), opts.get("timeout")) if v]
+    (record,) = fabric.runner.run([(key, nodes, _fabric_counters.snapshot_argv(nodes, opts), min(limits) if limits else 120)])
+    return record
+
+
 def _all_singletons(fabric):
     """Every group of every round ran as independent one-rank runs: no node's build is to blame."""
     outcomes = [group["outcome"] for entry in fabric.rounds for group in entry["groups"]]
@@ -370,6 +381,7 @@ def fabric_stage(nodes, topology, opts, env=None):
                 "document": {"status": check["status"], "error": None, "nodes": {}, "rounds": [], "matrix": {}}}
     fabric = _Fabric(nodes, topology, opts, env)
     full_view, error, state, preflight = None, None, None, None
+    counters = _snapshot(fabric, nodes, _fabric_counters.BEFORE_KEY)
     if opts.get("preflight", True):
         preflight = _preflight(fabric, nodes, checks)
         if preflight["status"] == ERROR:
@@ -404,6 +416,12 @@ def fabric_stage(nodes, topology, opts, env=None):
     if error is None:
         failed = _node_checks(fabric, state, nodes, checks)
         _uplink_checks(state, checks)
+    if counters is not None and error is None:  # a stage the infrastructure ended says so once
+        found, flapped = _fabric_counters.counter_checks(
+            nodes, counters, _snapshot(fabric, nodes, _fabric_counters.AFTER_KEY), opts.get("counter_limits"))
+        checks.extend(dict(c, stage=STAGE, raw=[_fabric_counters.BEFORE_KEY, _fabric_counters.AFTER_KEY]) for c in found)
+        failed = sorted(set(failed) | set(flapped))
+    if error is None:
         status = max((c["status"] for c in checks), key=lambda s: {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}[s])
     document = _document(fabric, state, full_view, status, error, floor)
     document["preflight"] = preflight

@@ -153,19 +153,19 @@ class Runner(object):
     def run(self, groups_with_keys):
         """Run [(key, group)] concurrently (bounded); records in order, each kept under its key.
 
-        An item may be (key, group, argv): that command instead of the group's nccl-tests launch
-        (the launcher preflight's ``srun --mpi=list``).
+        An item may be (key, group, argv[, timeout]): that command instead of the group's
+        nccl-tests launch (the launcher preflight's ``srun --mpi=list``, the counter snapshots).
         """
         records = [None] * len(groups_with_keys)
         slots = threading.Semaphore(max(1, int(self.opts.get("concurrency") or 1)))
 
-        def worker(i, key, group, argv=None):
+        def worker(i, key, group, argv=None, timeout=None):
             with slots:
                 argv = argv or group_command(group, self.opts)
                 if self.replay_dir:
                     record = self._replayed(key, group)
                 else:
-                    record = run_one(argv, float(self.opts["timeout"]), self.env, self.guard)
+                    record = run_one(argv, float(timeout or self.opts["timeout"]), self.env, self.guard)
                 record["command"] = argv
                 record["nodes"] = list(group)
                 record["key"] = key

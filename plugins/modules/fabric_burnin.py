@@ -102,6 +102,18 @@ options:
     description: Run the whole allocation once before localising.
     type: bool
     default: true
+  counters_root:
+    description:
+      - Read every node's InfiniBand port counters (C(<root>/*/ports/*/counters/*), C(@node@) replaced
+        by the node's name) in one srun step before the stage's first launch and after its last
+        round, and judge their rise against O(counter_limits) (a link that flaps only under the
+        all-reduce's traffic). Empty, or the mpirun launcher - not read.
+    type: str
+    default: ""
+  counter_limits:
+    description: The most each counter may rise during the stage (the profile's C(infiniband.counter_limits)); null - not judged.
+    type: dict
+    default: {}
   preflight:
     description:
       - Prove the launcher first - C(srun --mpi=list) must offer the O(mpi) plugin, and the binary
@@ -200,6 +212,8 @@ def main():
             seed=dict(type="int", default=0),
             floor=dict(type="float", default=0),
             full_allocation=dict(type="bool", default=True),
+            counters_root=dict(type="str", default=""),
+            counter_limits=dict(type="dict", default={}),
             preflight=dict(type="bool", default=True),
             preflight_args=dict(type="list", elements="str",
                                 default=["-b", "8", "-e", "8", "-f", "2", "-n", "1", "-w", "0", "-c", "1"]),

@@ -207,9 +207,10 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             fw_nic[f["nic"]] = f["version"]
         else:
             fw_all = f["version"]
-    flaps = {}
+    flaps, nccl_flaps = {}, {}
     for f in by_kind.get("link_flap", []):
-        flaps[f["nic"]] = flaps.get(f["nic"], 0) + f["per_run"]
+        into = nccl_flaps if f.get("during") == "nccl" else flaps
+        into[f["nic"]] = into.get(f["nic"], 0) + f["per_run"]
     rising = {}
     for f in by_kind.get("ib_counters_rising", []):
         rising.setdefault(f["nic"], []).append((spec_counter(f["counter"]), f["per_call"]))
@@ -235,6 +236,7 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             numa=hw["gpu_numa"][i] if i < len(hw["gpu_numa"]) else 0,
             rail=i % spec.fabric["rails"], rising=rising.get(name, []), data_factor=slow_nic.get(name, 1.0) * link_factor,
             pcie_gen=gen, pcie_width=width, flaps_per_run=flaps.get(name, 0),
+            nccl_flaps_per_run=nccl_flaps.get(name, 0),
         ))
 
     slow = 1.0

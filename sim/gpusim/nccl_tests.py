@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import random
 
-from . import fabric, hardware, model
+from . import fabric, hardware, model, sysfs
 from .common import Result
 from .model import uplink_factor
 from .nvidia_smi import nvlink_counter_key
@@ -343,6 +343,8 @@ def run(node, tool, args, node_state_of, env=None):  # noqa: C901
         for f in states[n].wrong_results:
             wrong = f.get("count") or wrong
     _nvlink_traffic(node, env)
+    if len({p.node for p in procs}) > 1:
+        _ib_traffic(node, env)
     result = report(tool, opts, procs, states, spec, shape, wrong, me)
     if isinstance(result, tuple):
         result, failed = result
@@ -362,6 +364,18 @@ def _nvlink_traffic(node, env):
     state = RunState(env.get("GPUCLUSTER_SIM_RUN") or None, node.name)
     for f in node.nvlink_errors:
         state.bump(nvlink_counter_key(f["gpu"], f["link"], f["counter"]), f["per_run"])
+
+
+def _ib_traffic(node, env):
+    """link_flap during nccl: this multi-node run took the NIC's link down and up (its counters show it)."""
+    flapping = [nic for nic in node.nics if nic.nccl_flaps_per_run]
+    if not flapping:
+        return
+    run_dir = env.get("GPUCLUSTER_SIM_RUN") or None
+    state = RunState(run_dir, node.name)
+    for nic in flapping:
+        state.bump("flaps:%s" % nic.name, nic.nccl_flaps_per_run)
+    sysfs.write_tree(node, run_dir)
 
 
 def _gpu_link(state, nic):

@@ -92,9 +92,10 @@ FAULTS = {
     # link carries, GPUDirect RDMA through the GPU likewise (mlx5_core's probe line says "limited by").
     "pcie_downtrained": (("node",), {"gpu": None, "nic": None, "gen": None, "width": None}),
     # The link goes down and recovers under traffic only: each perftest run through that NIC on
-    # the node adds per_run to its link_downed and link_error_recovery counters (sysfs, perfquery)
-    # and costs the run a little bandwidth; with no traffic the counters stay still.
-    "link_flap": (("node", "nic"), {"per_run": 1}),
+    # the node (during: perftest), or each multi-node nccl-tests run including the node (during:
+    # nccl), adds per_run to its link_downed and link_error_recovery counters (sysfs, perfquery)
+    # and costs a perftest run a little bandwidth; with no traffic the counters stay still.
+    "link_flap": (("node", "nic"), {"per_run": 1, "during": "perftest"}),
     # An NVLink of a GPU that errs under traffic only: each nccl-tests run on the node adds per_run
     # to that link's counter (replay, recovery or crc) that nvidia-smi nvlink -e shows.
     "nvlink_errors": (("node", "gpu", "link"), {"counter": "replay", "per_run": 1}),
@@ -516,6 +517,8 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
     elif kind == "link_flap":
         nic_name(out["nic"], "nic")
         positive(out["per_run"], "per_run", integer=True, high=1000)
+        if out["during"] not in ("perftest", "nccl"):
+            fail(key + ".during", "must be perftest or nccl, got %s" % _show(out["during"]))
     elif kind == "nvlink_errors":
         gpu_index(out["gpu"], "gpu")
         if not _is_int(out["link"]) or not 0 <= out["link"] < hw["nvlink"]:

@@ -99,7 +99,8 @@ def test_a_round_missing_from_the_capture_is_not_replayable_never_slow(tmp_path)
     assert set(n for g in missing for n in g["nodes"]) == set(dropped.stem.split("-")[1:])
     assert not [c for c in fabric_checks(replay) if c["status"] == "fail"]
     for node in missing[0]["nodes"]:
-        (check,) = [c for c in replay.results["checks"] if c["stage"] == "fabric" and c["node"] == node]
+        (check,) = [c for c in replay.results["checks"] if c["stage"] == "fabric" and c["node"] == node
+                    and c["check"] == "pair_bandwidth"]
         assert check["status"] in ("skip", "pass") and "slow" not in check["message"]
 
 
@@ -129,7 +130,7 @@ def test_a_missing_pmix_plugin_is_a_launcher_error_before_any_bandwidth(tmp_path
     assert "pmix_v4" in fabric[0]["message"]
     assert run.results["fabric"]["error"]["component"] == "launcher"
     assert run.results["fabric"]["preflight"]["steps"][0]["step"] == "mpi_list"
-    assert sorted(run.results["raw"]["_fabric"]) == ["preflight-mpi-list"]
+    assert sorted(run.results["raw"]["_fabric"]) == ["counters-before", "preflight-mpi-list"]
     assert run.results["verdict"]["failed_nodes"] == [] and run.results["verdict"]["cluster_failed"]
     assert "MPI plugin types are..." in (run.dir / "raw" / "_fabric" / "preflight-mpi-list.txt").read_text()
 

@@ -47,7 +47,9 @@ def test_slow_node_is_pinned_with_evidence(tmp_path):
 
 def test_degraded_uplink_is_pinned_not_its_nodes(tmp_path):
     # Four leaves: with two, every cross-leaf pair crosses both uplinks and cannot tell them apart.
+    # The inventory's leaf labels (leaves read from ibnetdiscover: test_fabric_topology_discovery.py).
     run = fabric_run(tmp_path, "fuplink", [{"kind": "degraded_uplink", "leaf": "leaf02", "factor": 0.5}],
+                     "-e", "check_fabric_topology_source=labels",
                      fabric={"leaves": 4, "spines": 2, "rails": 8, "oversubscription": 1.0})
     assert run.rc != 0
     bad = fabric_checks(run)
@@ -69,7 +71,7 @@ def test_hanging_all_reduce_is_a_fast_failure_pinned_to_its_node(tmp_path):
 
 def test_two_leaf_uplink_fault_names_both_candidates(tmp_path):
     run = fabric_run(tmp_path, "fuplink2", [{"kind": "degraded_uplink", "leaf": "leaf02", "factor": 0.5}],
-                     "-e", "check_fabric_max_rounds=2")
+                     "-e", "check_fabric_max_rounds=2", "-e", "check_fabric_topology_source=labels")
     uplinks = [c for c in fabric_checks(run) if c["check"] == "leaf_uplink"]
     assert sorted(c["component"] for c in uplinks) == ["leaf01 uplink", "leaf02 uplink"]
     assert "cannot tell which one" in uplinks[0]["detail"]
