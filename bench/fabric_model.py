@@ -56,6 +56,7 @@ class FabricModel(object):
         self.slow = {}          # node -> factor
         self.hang = set()       # nodes whose groups time out
         self.uplink = {}        # leaf -> factor
+        self.intermittent = {}  # node -> (factor, p): slow in a share p of the runs it takes part in
         self.rng = random.Random("fabric|%s" % seed)
         self.rounds = 0
         self.node_seconds = 0.0
@@ -66,6 +67,11 @@ class FabricModel(object):
     def inject_slow(self, node, factor):
         self.slow[node] = float(factor)
 
+    def inject_intermittent(self, node, factor, p):
+        """Slow (factor) in each run with probability p, healthy otherwise (a flaky cable, a link that
+        retrains now and then)."""
+        self.intermittent[node] = (float(factor), float(p))
+
     def inject_hang(self, node):
         self.hang.add(node)
 
@@ -74,19 +80,21 @@ class FabricModel(object):
 
     def faults(self):
         """Injected faults as the localiser names them: nodes and leaves (uplinks)."""
-        return {"nodes": sorted(set(self.slow) | self.hang), "uplinks": sorted(self.uplink)}
+        return {"nodes": sorted(set(self.slow) | self.hang | set(self.intermittent)), "uplinks": sorted(self.uplink)}
 
     # measurement
     def duration(self, size):
         return self.base_s + self.per_doubling_s * math.log(max(size, 2), 2)
 
-    def peak(self, group):
-        """Noise-free bus bandwidth (GB/s) of one group of nodes."""
+    def peak(self, group, flaky=()):
+        """Noise-free bus bandwidth (GB/s) of one group of nodes (flaky: intermittent nodes slow in this run)."""
         leaves = set(self.leaf[n] for n in group)
         cross = len(leaves) > 1
         worst = None
         for node in group:
             share = self.node_gbs * self.slow.get(node, 1.0)
+            if node in flaky:
+                share *= self.intermittent[node][0]
             if cross:
                 share = min(share, self.node_gbs / self.oversubscription * self.uplink.get(self.leaf[node], 1.0))
             if worst is None or share < worst:
@@ -104,7 +112,8 @@ class FabricModel(object):
                 results.append({"group": list(group), "busbw": None, "status": "timeout"})
             else:
                 seconds = self.duration(size)
-                value = self.peak(group) * (1.0 + self.rng.uniform(-self.noise, self.noise))
+                flaky = set(n for n in group if n in self.intermittent and self.rng.random() < self.intermittent[n][1])
+                value = self.peak(group, flaky) * (1.0 + self.rng.uniform(-self.noise, self.noise))
                 results.append({"group": list(group), "busbw": round(value, 2), "status": "ok"})
             self.node_seconds += size * seconds
             longest = max(longest, seconds)

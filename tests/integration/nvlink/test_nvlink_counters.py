@@ -16,8 +16,8 @@ def test_a_link_erring_under_the_all_reduce_fails_that_gpu_only(tmp_path):
     nvlink = [c for c in run.results["checks"] if c["check"] == "nvlink.errors"]
     assert len(nvlink) == 4 * 8, len(nvlink)
     (bad,) = [c for c in nvlink if c["status"] != "pass"]
-    assert (bad["node"], bad["stage"], bad["status"], bad["component"]) == ("gpu003", "nccl_single_node", "fail",
-                                                                             "GPU5 NVLink")
+    found = (bad["node"], bad["stage"], bad["status"], bad["component"])
+    assert found == ("gpu003", "nccl_single_node", "fail", "GPU5 NVLink")
     assert bad["message"] == ("GPU5 link 7 recovery errors rose by 1 during all_reduce_perf (0 -> 1, limit 0): "
                               "the link retrained under load")
     assert run.results["verdict"]["failed_nodes"] == ["gpu003"]

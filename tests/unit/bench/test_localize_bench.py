@@ -88,3 +88,26 @@ def test_fabric_model_bottleneck_rule_and_the_simulator():
         part = [fabric.Participant(n, healthy * model.slow.get(n, 1.0), model.leaf[n],
                                    model.uplink.get(model.leaf[n], 1.0)) for n in group]
         assert fabric.network_peak(part, 2.0) == pytest.approx(model.peak(group))
+
+
+def test_an_intermittent_node_is_slow_in_about_its_share_of_runs():
+    nodes, topology = fabric_model.make_topology(4, 4)
+    model = fabric_model.FabricModel(nodes, topology, seed="intermittent", noise=0.0)
+    model.inject_intermittent(nodes[0], 0.5, 0.5)
+    values = [model.run_round([[nodes[0], nodes[1]]])[0]["busbw"] for _run in range(400)]
+    slow = sum(1 for v in values if v < 0.75 * fabric_model.NODE_GBS)
+    assert 0.4 < slow / 400.0 < 0.6
+    assert set(values) == {fabric_model.NODE_GBS * 0.5, fabric_model.NODE_GBS}
+    assert model.faults()["nodes"] == [nodes[0]]
+
+
+def test_the_scenarios_outside_the_benchmark_inject_what_they_name():
+    for name, kind, count in localize_bench.HONEST:
+        scenario = [s for s in localize_bench.honest_scenarios(64) if s[0] == name][0]
+        nodes, topology, make = localize_bench.build_model(64, 32, scenario, 1, 1.0, 0.015)
+        faults = make().faults()["nodes"]
+        leaves = set(topology[n]["leaf"] for n in faults)
+        if kind == "leaf":
+            assert len(leaves) == 1 and len(faults) == sum(1 for n in nodes if topology[n]["leaf"] in leaves)
+        else:
+            assert len(faults) == count and (kind != "clustered" or len(leaves) == 1)
