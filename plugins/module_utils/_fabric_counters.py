@@ -38,7 +38,7 @@ def snapshot_argv(nodes, opts):
     """One srun step, one task per node, each printing its own counters (lines labelled by task)."""
     return ([opts.get("srun", "srun"), "--nodelist=%s" % ",".join(nodes), "-N%d" % len(nodes),
              "--ntasks-per-node=1", "--label"] + [str(a) for a in opts.get("launcher_args") or []]
-            + ["sh", "-c", _SNAPSHOT, "sh", opts["counters_root"]])
+            + ["sh", "-c", _SNAPSHOT, "sh", opts["counters_root"].rstrip("/") or "/"])
 
 
 def split_by_node(text):
@@ -73,6 +73,11 @@ def _step_problem(record, when):
     if found and record.get("rc") not in (0, None):
         return found["component"], "the counters %s the fabric stage could not be read: %s (%s): %s" % (
             when, found["cause"], found["component"], found["message"])
+    if record.get("rc") not in (0, None):
+        lines = [line.strip() for line in (record.get("output") or "").splitlines()
+                 if line.strip() and not line.startswith("$ ") and "### node" not in line]
+        return LAUNCHER, "the step reading the counters %s the fabric stage exited with status %s%s" % (
+            when, record["rc"], (": " + lines[-1][:200]) if lines else "")
     return None, None
 
 
@@ -88,22 +93,32 @@ def counter_checks(nodes, before, after, limits):
             return checks, []
     first, last = split_by_node(before.get("output")), split_by_node(after.get("output"))
     profile = {"infiniband": {"counter_limits": dict(limits or {})}}
+    # A node the step did not reach, or a root with no counters under it, is the launcher's or the
+    # configuration's problem: one cluster error, no node blamed.
+    unread = [n for n in nodes if n not in first or n not in last]
+    parsed = dict((n, (parse_ib_counters(first[n]), parse_ib_counters(last[n]))) for n in nodes if n not in unread)
+    empty = [n for n, (_old, new) in parsed.items() if not new.get("counters")]
+    if unread:
+        checks.append(dict(check_result("ib.counters", ERROR, "the step reading the counters around the fabric stage "
+                                        "printed nothing for %s: not judged there" % ", ".join(unread), {},
+                                        component=LAUNCHER), node=None))
+    if parsed and len(empty) == len(parsed):
+        checks.append(dict(check_result("ib.counters", ERROR, "no InfiniBand port counters under the counters root "
+                                        "on any node (check_fabric_counters_root): not judged", {},
+                                        component="counters"), node=None))
+        return checks, []
     failed = []
     for node in nodes:
-        if node not in first or node not in last:
-            checks.append(dict(check_result(
-                "ib.counters", ERROR, "%s: its counters %s the fabric stage are not in the step's output" % (
-                    node, "before" if node not in first else "after"), {}, component=LAUNCHER), node=node))
-            failed.append(node)
+        if node not in parsed:
             continue
-        old, new = parse_ib_counters(first[node]), parse_ib_counters(last[node])
+        old, new = parsed[node]
         ports = []
         for ca in sorted(new.get("counters") or {}):
             for port in sorted(new["counters"][ca]):
                 ports.append((ca, {"port": port}))
-        if not ports:
-            checks.append(dict(check_result("ib.counters", ERROR, "%s: no InfiniBand port counters under %s" % (
-                node, "the counters root"), {}, component="counters"), node=node))
+        if not ports:  # others have counters: this node's adapters are missing
+            checks.append(dict(check_result("ib.counters", ERROR, "%s: no InfiniBand port counters under the "
+                                            "counters root" % node, {}, component="counters"), node=node))
             failed.append(node)
             continue
         results = judge_counters(ports, old, new, profile, during=DURING)

@@ -152,9 +152,14 @@ def judge_launch(judged, group):
     if outcome == "missing":
         return {"status": SKIP, "component": None, "evidence": [],
                 "sentence": "the 2-rank launch is not in the captured outputs: not judged"}
-    if outcome in ("infra", "invalid"):
+    if outcome == "infra" or (outcome == "invalid" and judged.get("component") == LAUNCHER):
+        # the launcher, scheduler or transport broke it, or it started another number of ranks
         return {"status": ERROR, "component": judged.get("component") or LAUNCHER, "evidence": judged["evidence"],
                 "sentence": "the 2-rank launch failed: %s" % judged["sentence"]}
+    if outcome == "invalid":  # an unreadable or implausible value of a GPU: the rounds judge the nodes
+        return {"status": SKIP, "component": None, "evidence": judged["evidence"],
+                "sentence": "the 2-rank launch proves nothing about the launcher (%s); the rounds judge the nodes"
+                % judged["sentence"]}
     if outcome == "build":
         # Every rank ran alone: nccl-tests built without MPI=1 on a node, or MPI started as singletons
         # because the launcher's PMI is not the one the MPI library speaks (Open MPI 5 under
@@ -193,9 +198,14 @@ def run_preflight(runner, nodes, opts, judge_run):
         runner.opts = launch
         try:
             (record,) = runner.run([(LAUNCH_KEY, group)])
+            first = judge_run(record, launch)
+            if first["outcome"] == "infra":  # once more, as every group is (a transient socket timeout)
+                (again,) = runner.run([(LAUNCH_KEY + ".retry1", group)])
+                if not again.get("missing"):
+                    first = judge_run(again, launch)
         finally:
             runner.opts = saved
-        judged = judge_launch(judge_run(record, launch), group)
+        judged = judge_launch(first, group)
         judged.update(step="launch", raw=LAUNCH_KEY, nodes=group)
         steps.append(judged)
     failed = [s for s in steps if s["status"] == ERROR]

@@ -454,6 +454,8 @@ def judge_nccl_single_node_stage(outputs, profile, options):
                 check["metrics"]["curve"] = curve
     if parsed.get("version"):
         metrics["nccl_version"] = parsed.get("nccl_library") or parsed.get("version")
+    for check in checks:  # the all-reduce's own results (the stage has the counter tools besides)
+        check.setdefault("tool", "all_reduce_perf")
     # NVLink error counters around the all-reduce: a link that errs or retrains under this traffic.
     before, after = outputs.get(TOOL_BEFORE), outputs.get(TOOL_AFTER)
     checks.extend(judge_nvlink_errors(None if before is None else parse_nvlink_errors(before),

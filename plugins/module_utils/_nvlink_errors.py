@@ -115,7 +115,7 @@ def _judge_gpu(index, first, last, after, limits, during):
     if not first["links"] and not last["links"]:
         return check_result("nvlink.errors", SKIP, "GPU%d (%s) shows no NVLink: not judged" % (index, last["name"]),
                             {"links": 0}, component=component, tool=TOOL_AFTER)
-    rises, over, unknown = {}, [], []
+    rises, over, unknown, compared = {}, [], [], 0
     for link in sorted(set(first["links"]) | set(last["links"])):
         old, new = first["links"].get(link) or {}, last["links"].get(link) or {}
         for key in sorted(set(old) | set(new)):
@@ -128,11 +128,12 @@ def _judge_gpu(index, first, last, after, limits, during):
             if delta:
                 rises["link %d %s" % (link, key)] = delta
             limit = limits.get(key)
-            if key not in limits:
+            if key not in limits or limit is None:
                 if delta:
                     unknown.append("link %d %s +%d" % (link, key, delta))
                 continue
-            if limit is not None and delta > limit:
+            compared += 1
+            if delta > limit:
                 over.append((link, key, a, b, delta, limit))
     metrics = {"links": len(last["links"]), "increases": rises}
     if over:
@@ -147,5 +148,10 @@ def _judge_gpu(index, first, last, after, limits, during):
             index, words, ": the link retrained under load" if retrained else ""), metrics,
             component=component, evidence=evidence, tool=TOOL_AFTER)
     note = " (not judged: %s)" % ", ".join(unknown[:4]) if unknown else ""
+    if not compared:  # every value N/A, or only counters without a limit: nothing was proven
+        return check_result("nvlink.errors", SKIP, "GPU%d: none of its %d link(s) shows a counter with a limit "
+                            "(%s) in both snapshots: not judged%s" % (
+                                index, len(last["links"]), ", ".join(sorted(k for k, v in limits.items() if v is not None)),
+                                note), metrics, component=component, tool=TOOL_AFTER)
     return check_result("nvlink.errors", PASS, "GPU%d: no NVLink error counter of %d link(s) rose during %s%s" % (
         index, len(last["links"]), during, note), metrics, component=component, tool=TOOL_AFTER)

@@ -59,6 +59,11 @@ STAGES = {
 }
 
 
+# Tools that read something next to a stage's main tool (counters around it, a link's training): one
+# that fails is an error beside the main tool's results, never instead of them.
+AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie")
+
+
 def _tool_failure(tool, record, errors):
     """An error result for a tool that did not run normally, or None when its output is usable."""
     reason = describe_failure(tool, record)
@@ -161,13 +166,17 @@ def judge_stage(state, stage, collected, profile, options=None, node="node", run
     sections.setdefault("errors", [])
     sections.setdefault("tools", {})
     records = sections["tools"]
-    checks = _collection_errors(sections, tools)
+    problems = _collection_errors(sections, tools)
+    beside = [p for p in problems if p.get("tool") in AUXILIARY]
+    checks = [p for p in problems if p.get("tool") not in AUXILIARY]
+    broken = set(p.get("tool") for p in beside)
     metrics = {}
     if sections.get("replay") and not any(t in records for t in tools):
         checks = [check_result("replay", SKIP, "%s: not in the replayed set (none of %s captured)"
                                % (stage, ", ".join(tools)))]
     elif not checks:
-        outputs = dict((tool, records[tool]["output"] if tool in records else None) for tool in tools)
+        outputs = dict((tool, records[tool]["output"] if tool in records and tool not in broken else None)
+                       for tool in tools)
         try:
             checks, metrics = judge(outputs, profile or {}, options or {})
         except Exception as exc:  # a judge bug must become a visible error, not a lost node
@@ -175,6 +184,6 @@ def judge_stage(state, stage, collected, profile, options=None, node="node", run
                                    % (stage, type(exc).__name__, exc))]
         if not checks:
             checks = [check_result("judge", ERROR, "the %s judge returned no results" % stage)]
-        checks = _launcher_words(checks, records, tools)
+        checks = _launcher_words(checks, records, tools) + beside
     _annotate(checks, stage, node, records, tools)
     return fold_stage(state, stage, checks, metrics, records, node=node, run_id=run_id)

@@ -107,6 +107,7 @@ stage_result:
   type: dict
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -127,11 +128,18 @@ class _Commands(object):
         self.guard = None
 
     def _replayed(self, key):
+        """The captured output with the exit status and completeness the live run's results.json kept."""
         path = os.path.join(self.params["replay_dir"], "raw", "_" + _fabric_discovery.STAGE, key + ".txt")
         if not os.path.isfile(path):
             return {"output": "", "rc": None, "missing": True}
         with open(path, errors="replace") as handle:
-            return {"output": handle.read(), "rc": 0}
+            text = handle.read()
+        try:
+            with open(os.path.join(self.params["replay_dir"], "results.json")) as handle:
+                meta = ((json.load(handle).get("raw") or {}).get("_" + _fabric_discovery.STAGE) or {}).get(key) or {}
+        except (IOError, OSError, ValueError, AttributeError):
+            meta = {}
+        return {"output": text, "rc": meta.get("rc", 0), "timed_out": meta.get("complete", True) is False}
 
     def __call__(self, key, argv):
         params = self.params

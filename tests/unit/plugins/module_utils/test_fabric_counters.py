@@ -37,13 +37,25 @@ def test_a_flap_during_the_stage_fails_that_node_only():
         "gpu001: no error counter rose above its limit on 1 ports during the fabric stage"]
 
 
-def test_a_node_the_step_did_not_reach_is_an_error_naming_the_launcher():
+def test_a_node_the_step_did_not_reach_is_a_launcher_error_blaming_no_node():
     after = "\n".join(l for l in snapshot(0).splitlines() if not l.startswith(" 1:")) + "\n"
     checks, failed = fc.counter_checks(["gpu001", "gpu002"], {"output": snapshot(0), "rc": 0},
                                        {"output": after, "rc": 0}, LIMITS)
     (error,) = [c for c in checks if c["status"] == "error"]
-    assert error["node"] == "gpu002" and error["component"] == "launcher" and failed == ["gpu002"]
-    assert "after the fabric stage are not in the step's output" in error["message"]
+    assert error["node"] is None and error["component"] == "launcher" and failed == []
+    assert "printed nothing for gpu002" in error["message"]
+    assert [c["node"] for c in checks if c["status"] == "pass"] == ["gpu001"]
+
+
+def test_a_root_without_counters_on_every_node_is_one_configuration_error():
+    text = " 0: ### node gpu001\n 1: ### node gpu002\n 0: grep: /nowhere/*/ports/*/counters/*: No such file\n"
+    checks, failed = fc.counter_checks(["gpu001", "gpu002"], {"output": text, "rc": 0}, {"output": text, "rc": 0}, LIMITS)
+    assert failed == [] and [(c["node"], c["status"], c["component"]) for c in checks] == [(None, "error", "counters")]
+
+
+def test_an_unexplained_exit_status_of_the_step_is_the_launcher():
+    checks, failed = fc.counter_checks(["gpu001"], {"output": "boom\n", "rc": 3}, {"output": "", "rc": 0}, LIMITS)
+    assert failed == [] and checks[0]["component"] == "launcher" and "exited with status 3: boom" in checks[0]["message"]
 
 
 def test_a_broken_step_blames_no_node_and_a_capture_without_it_is_not_judged():
@@ -57,3 +69,4 @@ def test_a_broken_step_blames_no_node_and_a_capture_without_it_is_not_judged():
 def test_the_root_reaches_the_shell_as_an_argument():
     argv = fc.snapshot_argv(["gpu001"], {"counters_root": "/x; touch /tmp/pwned", "launcher_args": []})
     assert argv[-1] == "/x; touch /tmp/pwned" and argv[-2] == "sh" and "/x" not in argv[-3]
+    assert fc.snapshot_argv(["gpu001"], {"counters_root": "/sys/class/infiniband/"})[-1] == "/sys/class/infiniband"

@@ -136,3 +136,10 @@ def test_the_launch_is_one_rank_per_node_on_two_nodes_with_the_smaller_timeout()
     launch = pre.launch_opts(opts("", timeout=60, preflight_timeout=120, tasks_per_node=8, gpus_per_process=8))
     assert (launch["tasks_per_node"], launch["gpus_per_process"], launch["timeout"]) == (1, 1, 60.0)
     assert launch["args"] == pre.DEFAULT_ARGS
+
+
+def test_an_unreadable_launch_proves_nothing_about_the_launcher_and_the_rounds_go_on(tmp_path):
+    capture(tmp_path, listing("mpi_list_slurm_22.05.txt"), "# nThread 1 nGpus 1 minBytes 8 maxBytes 8\n%%garbage%%\n")
+    found = preflight(tmp_path)
+    assert found["status"] == "skip" and found["component"] is None
+    assert "the rounds judge the nodes" in found["message"]

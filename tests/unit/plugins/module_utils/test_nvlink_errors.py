@@ -64,3 +64,9 @@ def test_a_gpu_without_nvlink_is_a_skip():
     text = "GPU 0: NVIDIA A10G (UUID: GPU-1d6a3b02-6f03-8a2d-a7e8-3ab7bb0c1d8e)\n"
     (check,) = nv.judge_nvlink_errors(nv.parse_nvlink_errors(text), nv.parse_nvlink_errors(text), PROFILE)
     assert check["status"] == "skip" and "shows no NVLink" in check["message"]
+
+
+def test_counters_that_read_n_a_prove_nothing():
+    text = CLEAN.replace(": 0", ": N/A")
+    (check,) = nv.judge_nvlink_errors(nv.parse_nvlink_errors(text), nv.parse_nvlink_errors(text), PROFILE)
+    assert check["status"] == "skip" and "not judged" in check["message"]
