@@ -41,7 +41,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     ERROR, FAIL, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _hostlist, _judge_nccl, _localize
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_preflight import run_preflight
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_preflight import run_preflight, short_timeout
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric_counters
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import (
     Runner, launched_ranks, raw_key, raw_key_retry)
@@ -251,8 +251,7 @@ def _snapshot(fabric, nodes, key):
     opts = fabric.opts
     if not opts.get("counters_root") or opts.get("launcher", "srun") != "srun":
         return None
-    limits = [float(v) for v in (opts.get("preflight_timeout"), opts.get("timeout")) if v]
-    (record,) = fabric.runner.run([(key, nodes, _fabric_counters.snapshot_argv(nodes, opts), min(limits) if limits else 120)])
+    (record,) = fabric.runner.run([(key, nodes, _fabric_counters.snapshot_argv(nodes, opts), short_timeout(opts))])
     return record
 
 

@@ -31,6 +31,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import group_command
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import LAUNCHER, classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import ERROR, PASS, SKIP
 
@@ -132,12 +133,18 @@ def judge_mpi_list(record, requested):
     return out
 
 
+def short_timeout(opts):
+    """Seconds a short step of the stage may take (the preflight, the counter snapshots): the
+    preflight timeout, at most the stage's own."""
+    limits = [float(v) for v in (opts.get("preflight_timeout"), opts.get("timeout")) if v]
+    return min(limits) if limits else 120.0
+
+
 def launch_opts(opts):
     """The fabric options for the 2-rank launch: one rank of one GPU per node, one tiny message."""
     launch = dict(opts)
-    limits = [float(v) for v in (opts.get("preflight_timeout"), opts.get("timeout")) if v]
     launch.update(tasks_per_node=1, gpus_per_process=1, args=list(opts.get("preflight_args") or DEFAULT_ARGS),
-                  timeout=min(limits) if limits else 120.0)
+                  timeout=short_timeout(opts))
     return launch
 
 
@@ -182,29 +189,20 @@ def run_preflight(runner, nodes, opts, judge_run):
     steps = []
     requested = (opts.get("mpi") or "").strip()
     if opts.get("launcher", "srun") == "srun":
-        saved = runner.opts
-        runner.opts = launch_opts(opts)  # its timeout, not a whole group's
-        try:
-            (record,) = runner.run([(MPI_LIST_KEY, [], [opts.get("srun", "srun"), "--mpi=list"])])
-        finally:
-            runner.opts = saved
+        (record,) = runner.run([(MPI_LIST_KEY, [], [opts.get("srun", "srun"), "--mpi=list"], short_timeout(opts))])
         listed = judge_mpi_list(record, requested)
         listed.update(step="mpi_list", raw=MPI_LIST_KEY)
         steps.append(listed)
     if not steps or steps[-1]["status"] != ERROR:
         group = sorted(nodes)[:2]
         launch = launch_opts(opts)
-        saved = runner.opts
-        runner.opts = launch
-        try:
-            (record,) = runner.run([(LAUNCH_KEY, group)])
-            first = judge_run(record, launch)
-            if first["outcome"] == "infra":  # once more, as every group is (a transient socket timeout)
-                (again,) = runner.run([(LAUNCH_KEY + ".retry1", group)])
-                if not again.get("missing"):
-                    first = judge_run(again, launch)
-        finally:
-            runner.opts = saved
+        argv = group_command(group, launch)
+        (record,) = runner.run([(LAUNCH_KEY, group, argv, launch["timeout"])])
+        first = judge_run(record, launch)
+        if first["outcome"] == "infra":  # once more, as every group is (a transient socket timeout)
+            (again,) = runner.run([(LAUNCH_KEY + ".retry1", group, argv, launch["timeout"])])
+            if not again.get("missing"):
+                first = judge_run(again, launch)
         judged = judge_launch(first, group)
         judged.update(step="launch", raw=LAUNCH_KEY, nodes=group)
         steps.append(judged)
