@@ -20,6 +20,9 @@ Test duration: ``base_s + per_doubling_s * log2(size)`` seconds for a group of `
 (the time of an all_reduce_perf sweep grows mildly with the ring). Node-seconds of a round =
 sum over its groups of size * duration; wall seconds of a round = its longest group.
 A group that contains a *hanging* node times out after ``timeout_s`` and reports no busbw.
+With ``samples`` > 1 a test is that many runs in one allocation (the fabric stage's repeats): each
+run draws the intermittent members' state and the noise afresh, the result's busbw is their
+median and ``samples`` lists them; an intermittent node is slow in a share p of the runs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -44,7 +47,7 @@ class FabricModel(object):
     """A cluster with injected faults; run_round(groups) answers like real concurrent groups."""
 
     def __init__(self, nodes, topology, seed=0, node_gbs=NODE_GBS, oversubscription=1.0, noise=0.015,
-                 base_s=60.0, per_doubling_s=15.0, timeout_s=600.0):
+                 base_s=60.0, per_doubling_s=15.0, timeout_s=600.0, samples=1):
         self.nodes = list(nodes)
         self.leaf = dict((n, topology[n]["leaf"]) for n in self.nodes)
         self.node_gbs = node_gbs
@@ -53,6 +56,8 @@ class FabricModel(object):
         self.base_s = base_s
         self.per_doubling_s = per_doubling_s
         self.timeout_s = timeout_s
+        self.samples = int(samples)  # runs per test in one allocation (>1: results carry "samples")
+        self.slow_leaves = set()    # leaves whose switch slows every test touching the leaf
         self.slow = {}          # node -> factor
         self.hang = set()       # nodes whose groups time out
         self.uplink = {}        # leaf -> factor
@@ -80,7 +85,12 @@ class FabricModel(object):
 
     def faults(self):
         """Injected faults as the localiser names them: nodes and leaves (uplinks)."""
-        return {"nodes": sorted(set(self.slow) | self.hang | set(self.intermittent)), "uplinks": sorted(self.uplink)}
+        return {"nodes": sorted(set(self.slow) | self.hang | set(self.intermittent)), "uplinks": sorted(self.uplink),
+                "intermittent": sorted(self.intermittent), "leaves": sorted(self.slow_leaves)}
+
+    def mark_leaf(self, leaf):
+        """Record that the injected node faults make up a whole slow leaf (what the localiser should name)."""
+        self.slow_leaves.add(leaf)
 
     # measurement
     def duration(self, size):
@@ -112,9 +122,18 @@ class FabricModel(object):
                 results.append({"group": list(group), "busbw": None, "status": "timeout"})
             else:
                 seconds = self.duration(size)
-                flaky = set(n for n in group if n in self.intermittent and self.rng.random() < self.intermittent[n][1])
-                value = self.peak(group, flaky) * (1.0 + self.rng.uniform(-self.noise, self.noise))
-                results.append({"group": list(group), "busbw": round(value, 2), "status": "ok"})
+                # each run of the test: every intermittent member slow with its p, fresh noise
+                values = []
+                for _run in range(self.samples):
+                    flaky = set(n for n in group if n in self.intermittent and self.rng.random() < self.intermittent[n][1])
+                    values.append(round(self.peak(group, flaky) * (1.0 + self.rng.uniform(-self.noise, self.noise)), 2))
+                ordered = sorted(values)
+                middle = len(ordered) // 2
+                value = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+                result = {"group": list(group), "busbw": round(value, 2), "status": "ok"}
+                if self.samples > 1:
+                    result["samples"] = values
+                results.append(result)
             self.node_seconds += size * seconds
             longest = max(longest, seconds)
         self.rounds += 1

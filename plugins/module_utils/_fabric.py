@@ -132,8 +132,27 @@ def judge_run(record, opts):
         out.update(outcome="invalid", sentence="%s: no bus bandwidth in the output" % where)
         return out
     out.update(outcome="ok", busbw=busbw, sentence="%s busbw %.1f GB/s at large messages" % (what, busbw),
-               evidence=_large_rows(text, parsed))
+               evidence=_large_rows(text, parsed), samples=_large_samples(parsed))
     return out
+
+
+def _large_samples(parsed):
+    """The busbw of the rows within 4x of the largest message (2, 4 and 8 GiB of -e 8G),
+    out-of-place and in-place: each is timed on its own, so a link that retrains during the
+    sweep shows as low rows among passing ones (the planner's 'unstable' result). Smaller rows
+    are left out: they may still be ramping up."""
+    sizes = [row["size"] for row in parsed.get("rows") or [] if isinstance(row, dict) and isinstance(row.get("size"), int)]
+    if not sizes:
+        return None
+    floor = max(sizes) / 4.0
+    values = []
+    for row in parsed.get("rows") or []:
+        if not isinstance(row, dict) or not isinstance(row.get("size"), int) or row["size"] < floor:
+            continue
+        for side in (row.get("oop"), row.get("ip")):
+            if isinstance(side, dict) and isinstance(side.get("busbw"), (int, float)):
+                values.append(float(side["busbw"]))
+    return values if len(values) > 1 else None
 
 
 def _large_rows(text, parsed, count=3):
@@ -147,7 +166,10 @@ def _planner_result(judged):
     """The planner's view of a judged run, or None when the run measured nothing."""
     outcome = judged["outcome"]
     if outcome == "ok":
-        return {"status": "ok", "busbw": judged["busbw"], "note": judged["sentence"]}
+        out = {"status": "ok", "busbw": judged["busbw"], "note": judged["sentence"]}
+        if judged.get("samples"):
+            out["samples"] = judged["samples"]
+        return out
     if outcome == "timeout":
         return {"status": "timeout", "busbw": None, "note": judged["sentence"]}
     if outcome in ("build", "wrong"):
@@ -325,7 +347,7 @@ def _document(fabric, state, full_view, status, error, floor):
         if node in fabric.infra_nodes and verdict in (_localize.UNTESTED, _localize.SUSPECT):
             verdict = "error"
         if error:
-            verdict = _localize.UNTESTED if verdict in (_localize.PINNED, _localize.SUSPECT) else verdict
+            verdict = _localize.UNTESTED if verdict in _localize.FAULTS else verdict
         nodes[node] = {"verdict": verdict, "leaf": info.get("leaf"), "evidence": list(info.get("evidence") or [])}
     uplinks = dict((leaf, {"verdict": info.get("verdict"), "evidence": list(info.get("evidence") or [])})
                    for leaf, info in sorted((public.get("uplinks") or {}).items()))
@@ -340,6 +362,8 @@ def _document(fabric, state, full_view, status, error, floor):
             # A stage that ended on the infrastructure blames nobody, whatever it saw before.
             "pinned": none if error else public.get("pinned") or none,
             "suspects": none if error else public.get("suspects") or none,
+            "intermittent": none if error else public.get("intermittent") or none,
+            "leaf_faults": [] if error else list(public.get("leaf_faults") or []),
             "replayed": bool(fabric.opts.get("replay_dir"))}
 
 
@@ -438,14 +462,17 @@ def _node_checks(fabric, state, nodes, checks):
         component = node
         cause = _cause_of(fabric, node)
         infra = fabric.infra_nodes.get(node)
-        if verdict in (_localize.PINNED, _localize.SUSPECT) and cause == "build":
+        if verdict in _localize.FAULTS and cause == "build":
             status, component = FAIL, "nccl-tests build"
             message = "%s: nccl-tests built without MPI=1 (every run including it was independent one-rank " \
-                      "runs%s)" % (node, "; each partner passed with another node" if verdict == _localize.PINNED else "")
-        elif verdict in (_localize.PINNED, _localize.SUSPECT) and cause == "wrong":
+                      "runs%s)" % (node, "; each partner passed twice with other nodes" if verdict == _localize.PINNED else "")
+        elif verdict in _localize.FAULTS and cause == "wrong":
             status, component = FAIL, "%s data" % node
             message = "%s: wrong results (#wrong / out of bounds) in every run including it" % node
-        elif verdict in (_localize.PINNED, _localize.SUSPECT):
+        elif infra is None and _localize.marginal_only(state, node):
+            status = PASS       # slower than its peers by less than the margin: what the threshold accepts
+            message = evidence[0]
+        elif verdict in _localize.FAULTS:
             status = FAIL
             message = evidence[0] if evidence else "%s: %s" % (node, verdict)
         elif infra is not None and verdict != _localize.CLEARED:
@@ -469,9 +496,13 @@ def _node_checks(fabric, state, nodes, checks):
 
 
 def _uplink_checks(state, checks):
+    """One failing check per uplink not cleared; a leaf-level fault names the leaf switch (or all
+    its nodes) instead of the uplink."""
     for leaf, info in sorted((state.get("uplinks") or {}).items()):
-        if info["verdict"] in (_localize.PINNED, _localize.SUSPECT):
+        if info["verdict"] in _localize.FAULTS and not _localize.marginal_only(state, leaf):
             evidence = info.get("evidence") or []
+            whole = info["verdict"] == _localize.LEAF
             checks.append(_check("leaf_uplink", FAIL, evidence[0] if evidence else "%s uplink degraded" % leaf,
-                                 {"verdict": info["verdict"]}, component="%s uplink" % leaf,
+                                 {"verdict": info["verdict"]},
+                                 component="%s leaf switch or all its nodes" % leaf if whole else "%s uplink" % leaf,
                                  evidence=evidence[1:_EVIDENCE_LINES + 1], detail="\n".join(evidence)))

@@ -5,7 +5,7 @@
 
 Each rail is localised on its own by the same planner as the fabric stage (_localize), fed with
 perftest's average bandwidth in Gb/s: a round pairs every node on every rail at once; a NIC whose
-pairs are low while each partner passed with another node is pinned, its partner cleared. The
+pairs are low while each partner passed twice with other nodes is pinned, its partner cleared. The
 floor is the profile's ``rdma.min_fraction`` of the ports' rate (ibstat, from the infiniband
 stage; else the profile's ``infiniband.port_rate``), and the planner's peer reference per rail
 catches a NIC well below the others of its rail.
@@ -340,7 +340,11 @@ def _checks(nodes, info, states, rates, causes, unmeasured, error, opts, keys): 
             if error:
                 status, component = ERROR, error["component"]
                 message = "%s %s: not measured: %s" % (node, label, error["message"])
-            elif verdict in (_localize.PINNED, _localize.SUSPECT):
+            elif cause is None and broken is None and _localize.marginal_only(state, node):
+                # slower than the rail's peers by less than the margin, above the floor: accepted
+                status, component = PASS, "%s %s" % (node, info[node]["nics"][rail])
+                message = "%s %s: %s" % (node, label, detail)
+            elif verdict in _localize.FAULTS:
                 status, component = FAIL, "%s %s" % (node, info[node]["nics"][rail])
                 if cause is not None:
                     message = "%s %s: the NIC refused the test: %s" % (node, label, cause["evidence"][0])
@@ -385,7 +389,9 @@ def _document(states, rates, rounds, status, error, opts, info):  # pylint: disa
                             "reference": ((public.get("references") or {}).get("intra") or {}).get("median"),
                             "matrix": public.get("matrix") or {},
                             "pinned": [] if error else list((public.get("pinned") or {}).get("nodes") or []),
-                            "suspects": [] if error else list((public.get("suspects") or {}).get("nodes") or [])}
+                            "suspects": [] if error else list((public.get("suspects") or {}).get("nodes") or []),
+                            "intermittent": [] if error else list((public.get("intermittent") or {}).get("nodes") or []),
+                            "leaf_faults": [] if error else list(public.get("leaf_faults") or [])}
     nics = {}
     for node, entry in sorted(info.items()):
         nics[node] = dict((nic, {"rail": rail, "gpu": entry["gpus"].get(nic),

@@ -21,7 +21,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_view, render_checkpoint
 
-_TONES = {"pass": "pass", "cleared": "pass", "marginal": "warn", "suspect": "warn", "intermittent": "warn",
+_TONES = {"pass": "pass", "cleared": "pass", "marginal": "warn", "suspect": "warn", "intermittent": "fail", "leaf": "fail", "unstable": "fail",
           "fail": "fail", "low": "fail", "pinned": "fail", "timeout": "fail", "untested": "error", "error": "error"}
 
 _CSS = """

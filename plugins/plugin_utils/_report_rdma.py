@@ -42,7 +42,9 @@ def rdma_view(document):
         rails.append({"rail": key, "rate": rail.get("rate"), "floor": rail.get("floor"),
                       "tests": len(values) // 2, "lowest": values[0] if values else None,
                       "highest": values[-1] if values else None,
-                      "pinned": list(rail.get("pinned") or []), "suspects": list(rail.get("suspects") or [])})
+                      "pinned": list(rail.get("pinned") or []), "suspects": list(rail.get("suspects") or []),
+                      "intermittent": list(rail.get("intermittent") or []),
+                      "leaf_faults": list(rail.get("leaf_faults") or [])})
     problems = sorted((c for c in checks if c.get("status") in ("fail", "error")),
                       key=lambda c: (natural_key(str(c.get("node"))), (c.get("metrics") or {}).get("rail") or 0))
     return {"state": "ok", "status": block.get("status"), "tool": block.get("tool"),
@@ -66,12 +68,13 @@ def render_rdma(view):
     if view["rails"]:
         rows = []
         for rail in view["rails"]:
-            bad = rail["pinned"] or rail["suspects"]
+            bad = rail["pinned"] or rail["suspects"] or rail["intermittent"] or rail["leaf_faults"]
             rows.append('<tr%s><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
                 ' class="bad"' if bad else "", esc(rail["rail"]), _fmt(rail["rate"]), _fmt(rail["floor"]), rail["tests"],
                 _fmt(rail["lowest"]), _fmt(rail["highest"]),
-                esc(", ".join(["%s (pinned)" % n for n in rail["pinned"]] + ["%s (suspect)" % n for n in rail["suspects"]])
-                    or "none")))
+                esc(", ".join(["%s (pinned)" % n for n in rail["pinned"]] + ["%s (intermittent)" % n for n in rail["intermittent"]]
+                              + ["leaf %s (leaf fault)" % n for n in rail["leaf_faults"]]
+                              + ["%s (suspect)" % n for n in rail["suspects"]]) or "none")))
         parts.append('<table class="rdma-rails"><tr><th>rail</th><th>port rate Gb/s</th><th>floor Gb/s</th>'
                      '<th>pair tests</th><th>lowest Gb/s</th><th>highest Gb/s</th><th>slow NICs</th></tr>%s</table>'
                      % "".join(rows))
@@ -97,7 +100,7 @@ def rdma_families(document, family):
         if not isinstance(entry, dict):
             continue
         floor.add(entry.get("floor"), rail=rail)
-        bad = set(entry.get("pinned") or []) | set(entry.get("suspects") or [])
+        bad = set(entry.get("pinned") or []) | set(entry.get("suspects") or []) | set(entry.get("intermittent") or [])
         for node, row in sorted((entry.get("matrix") or {}).items(), key=lambda item: natural_key(item[0])):
             nic = next((name for name, value in ((block.get("nics") or {}).get(node) or {}).items()
                         if isinstance(value, dict) and str(value.get("rail")) == str(rail)), None)

@@ -34,9 +34,10 @@ MAX_GROUPS_DRAWN = 64
 # Fill and text colour of a group box by its status.
 GROUP_COLOURS = {
     "pass": ("#dafbe1", "#116329"), "marginal": ("#fff8c5", "#7d4e00"), "low": ("#ffebe9", "#a40e26"),
-    "timeout": ("#ffebe9", "#a40e26"), "error": ("#fff1e5", "#953800"), "not_replayable": ("#f6f8fa", "#57606a"),
+    "unstable": ("#ffebe9", "#a40e26"), "timeout": ("#ffebe9", "#a40e26"), "error": ("#fff1e5", "#953800"),
+    "not_replayable": ("#f6f8fa", "#57606a"),
 }
-_MARK_WORD = {"pinned": "PINNED", "suspect": "SUSPECT", "intermittent": "INTERMITTENT", "error": "ERROR"}
+_MARK_WORD = {"pinned": "PINNED", "leaf": "LEAF FAULT", "suspect": "SUSPECT", "intermittent": "INTERMITTENT", "error": "ERROR"}
 
 
 def esc(value):
@@ -112,7 +113,7 @@ def mark_label(fabric, node):
     if not mark:
         return short(node)
     verdict = (fabric["nodes"].get(node) or {}).get("verdict")
-    word = "PINNED" if mark == MARK_SOLID else _MARK_WORD.get(verdict, str(verdict).upper())
+    word = _MARK_WORD.get(verdict, "PINNED" if mark == MARK_SOLID else str(verdict).upper())
     return "%s \u25b6 %s" % (word, short(node))
 
 
@@ -342,7 +343,7 @@ def step_times(view):
 
 # ------------------------------------------------------------------------------------ rounds
 
-_BAD_FIRST = {"low": 0, "timeout": 0, "error": 1, "marginal": 2, "not_replayable": 3, "pass": 4}
+_BAD_FIRST = {"low": 0, "timeout": 0, "unstable": 1, "error": 1, "marginal": 2, "not_replayable": 3, "pass": 4}
 
 
 def rounds(view):

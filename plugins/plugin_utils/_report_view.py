@@ -33,11 +33,11 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_read
 
 BAD = ("fail", "error")
 NODE_STATUSES = CHECK_STATUSES + ("untested",)
-FABRIC_VERDICTS = ("pinned", "suspect", "cleared", "untested", "error", "intermittent")
-GROUP_STATUSES = ("pass", "low", "marginal", "timeout", "error", "not_replayable")
+FABRIC_VERDICTS = ("pinned", "suspect", "cleared", "untested", "error", "intermittent", "leaf")
+GROUP_STATUSES = ("pass", "low", "unstable", "marginal", "timeout", "error", "not_replayable")
 # How the heatmap marks a node, by its fabric verdict: outlined solid, outlined dashed, named only.
 MARK_SOLID, MARK_DASHED, MARK_NAMED = "solid", "dashed", "named"
-_MARKS = {"pinned": MARK_SOLID, "suspect": MARK_DASHED, "intermittent": MARK_DASHED, "error": MARK_NAMED}
+_MARKS = {"pinned": MARK_SOLID, "leaf": MARK_SOLID, "suspect": MARK_DASHED, "intermittent": MARK_DASHED, "error": MARK_NAMED}
 _QUANTILE_KEY = re.compile(r"^([a-z][a-z0-9_]*?)_p(\d{1,3}(?:\.\d+)?)(?:_(ms|s|us))?$")
 _TO_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 _PHASE_ORDER = {"compute": 0, "sync": 1, "step": 2}

@@ -198,9 +198,12 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
     nominal = spec.nic_gbps()
     down = {f["nic"]: f["physical_state"] for f in by_kind.get("nic_down", [])}
     degraded = {f["nic"]: f["rate"] for f in by_kind.get("nic_degraded", [])}
-    slow_nic = {}
+    slow_nic, flaky_nic = {}, {}
     for f in by_kind.get("nic_slow", []):
-        slow_nic[f["nic"]] = slow_nic.get(f["nic"], 1.0) * f["factor"]
+        if f.get("intermittent"):
+            flaky_nic.setdefault(f["nic"], []).append((f["factor"], f["intermittent"]))
+        else:
+            slow_nic[f["nic"]] = slow_nic.get(f["nic"], 1.0) * f["factor"]
     fw_all, fw_nic = None, {}
     for f in by_kind.get("firmware_mismatch", []):
         if f.get("nic"):
@@ -236,15 +239,18 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             numa=hw["gpu_numa"][i] if i < len(hw["gpu_numa"]) else 0,
             rail=i % spec.fabric["rails"], rising=rising.get(name, []), data_factor=slow_nic.get(name, 1.0) * link_factor,
             pcie_gen=gen, pcie_width=width, flaps_per_run=flaps.get(name, 0),
-            nccl_flaps_per_run=nccl_flaps.get(name, 0),
+            nccl_flaps_per_run=nccl_flaps.get(name, 0), flaky=flaky_nic.get(name, []),
         ))
 
-    slow = 1.0
+    slow, flaky = 1.0, []
     for f in by_kind.get("slow_node", []):
-        slow *= f["factor"]
+        if f.get("intermittent"):
+            flaky.append((f["factor"], f["intermittent"]))
+        else:
+            slow *= f["factor"]
     return NodeState(
         name=node, index=node_index, hw=hw, spec=spec, driver=driver, cuda=cuda, vbios=hw["vbios"],
-        gpus=gpus, nics=nics, nvlink=nvlink, xids=xids, slow_factor=slow,
+        gpus=gpus, nics=nics, nvlink=nvlink, xids=xids, slow_factor=slow, flaky=flaky,
         wrong_results=by_kind.get("wrong_results", []), no_mpi=bool(by_kind.get("no_mpi")),
         nvlink_errors=[dict(f) for f in by_kind.get("nvlink_errors", [])],
         hang={f["tool"] for f in by_kind.get("hang", [])},
@@ -252,6 +258,27 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
         tool_release={f["tool"]: f["release_file"] for f in by_kind.get("slow_tool", []) if f.get("release_file")},
         leaf=spec.leaf_index(node),
     )
+
+
+def flaky_factor(spec, node, what, flaky, run):
+    """The factor of intermittent slow faults (flaky: [(factor, p)]) in one run: each is active in
+    a share p of the runs, drawn from the seed, the node, what is slowed and the run's key (its
+    Slurm job and step), so that every rank of the run agrees and a rerun draws afresh."""
+    factor = 1.0
+    for i, (slow, share) in enumerate(flaky):
+        if rng(spec, node, "intermittent|%s|%d|%s" % (what, i, run)).random() < share:
+            factor *= slow
+    return factor
+
+
+def this_run(state, spec, run):
+    """A copy of NodeState ``state`` with its intermittent slow faults drawn for run ``run``."""
+    if not state.flaky and not any(nic.flaky for nic in state.nics):
+        return state
+    nics = [Nic(**dict(nic.__dict__, data_factor=nic.data_factor * flaky_factor(spec, state.name, nic.name, nic.flaky, run)))
+            for nic in state.nics]
+    return NodeState(**dict(state.__dict__, nics=nics,
+                            slow_factor=state.slow_factor * flaky_factor(spec, state.name, "node", state.flaky, run)))
 
 
 # Usable Mb/s per lane and generation, as the kernel counts it (8b/10b to Gen2, 128b/130b after).

@@ -345,6 +345,9 @@ def run(node, tool, args, node_state_of, env=None):  # noqa: C901
     _nvlink_traffic(node, env)
     if len({p.node for p in procs}) > 1:
         _ib_traffic(node, env)
+        # intermittent slow faults: drawn once per run (its Slurm step), the same on every rank
+        run = "%s.%s" % (layout.job, layout.step) if layout is not None else "-"
+        states = dict((name, model.this_run(st, spec, run)) for name, st in states.items())
     result = report(tool, opts, procs, states, spec, shape, wrong, me)
     if isinstance(result, tuple):
         result, failed = result

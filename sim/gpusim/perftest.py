@@ -104,8 +104,11 @@ class Side:
         self.node, self.nic, self.gpu = node, nic, gpu
 
     def info(self):
+        # an intermittent nic_slow fault: drawn once per run (the Slurm step both sides run in)
+        run = "%s.%s" % (os.environ.get("SLURM_JOB_ID", "-"), os.environ.get("SLURM_STEP_ID", "-"))
+        flaky = model.flaky_factor(self.node.spec, self.node.name, self.nic.name, getattr(self.nic, "flaky", []), run)
         return {"node": self.node.name, "nic": self.nic.name, "rate": self.nic.rate,
-                "data_factor": self.nic.data_factor, "gpudirect": self.gpudirect(), "lid": self.nic.lid,
+                "data_factor": self.nic.data_factor * flaky, "gpudirect": self.gpudirect(), "lid": self.nic.lid,
                 "flaps": self.nic.flaps_per_run}
 
     def gpudirect(self):

@@ -86,7 +86,7 @@ FAULTS = {
     # The HCA trains at its full rate (ibstat shows it) but moves data at this fraction of it: a
     # marginal cable or transceiver, a PCIe problem behind the NIC. perftest on that NIC sees it;
     # nccl-tests across the node only by the NIC's share of the node's rails.
-    "nic_slow": (("node", "nic", "factor"), {}),
+    "nic_slow": (("node", "nic", "factor"), {"intermittent": None}),
     # A GPU's (gpu: index) or a NIC's (nic: mlx5_N) PCIe link trained below its maximum: gen
     # and/or width (null: unchanged). nvidia-smi -q / sysfs show it; the NIC moves data at what the
     # link carries, GPUDirect RDMA through the GPU likewise (mlx5_core's probe line says "limited by").
@@ -105,7 +105,9 @@ FAULTS = {
     "xid": (("node", "gpu", "xid"), {"count": 1}),
     "throttle": (("node", "gpu", "reason"), {}),
     "dcgm_fail": (("node", "gpu", "test"), {}),
-    "slow_node": (("node", "factor"), {}),
+    # intermittent (slow_node, nic_slow): slow in this share of the runs only (each multi-node
+    # nccl-tests or perftest run draws afresh, from the seed and its Slurm step), fine in the others
+    "slow_node": (("node", "factor"), {"intermittent": None}),
     "degraded_uplink": (("factor",), {"leaf": None, "node": None}),
     "ib_counters_rising": (("node", "nic", "counter"), {"per_call": 1, "port": 1}),
     "driver_mismatch": (("node", "version"), {}),
@@ -530,6 +532,9 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
         nic_name(out["nic"], "nic")
         positive(out["factor"], "factor", high=1)
         out["factor"] = float(out["factor"])
+        if out.get("intermittent") is not None:
+            positive(out["intermittent"], "intermittent", high=1)
+            out["intermittent"] = float(out["intermittent"])
     elif kind in ("nic_down", "nic_degraded", "ib_counters_rising"):
         nic_name(out["nic"], "nic")
         if out["port"] != 1:
@@ -577,6 +582,9 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
     elif kind in ("slow_node", "slow_storage"):
         positive(out["factor"], "factor", high=1)
         out["factor"] = float(out["factor"])
+        if out.get("intermittent") is not None:
+            positive(out["intermittent"], "intermittent", high=1)
+            out["intermittent"] = float(out["intermittent"])
         if kind == "slow_storage" and out["path"] not in STORAGE_PATHS:
             fail(key + ".path", "must be one of %s, got %s" % (", ".join(STORAGE_PATHS), _show(out["path"])))
     elif kind == "degraded_uplink":

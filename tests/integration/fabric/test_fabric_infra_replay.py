@@ -94,11 +94,12 @@ def test_a_round_missing_from_the_capture_is_not_replayable_never_slow(tmp_path)
     replay = playbook(inventory, tmp_path / "replayed", "--tags", "fabric", "-e", "acceptance_replay_dir=%s" % captured)
     groups = [g for r in replay.results["fabric"]["rounds"] for g in r["groups"]]
     missing = [g for g in groups if g["status"] == "not_replayable"]
-    # The planner asks again for the nodes it could not judge: never captured, never replayable.
+    # The planner asks again for the nodes it could not judge, and its confirmation round then
+    # pairs others than the live run did: groups never captured, never replayable, never slow.
     assert missing[0]["raw"] + ".txt" == dropped.name
-    assert set(n for g in missing for n in g["nodes"]) == set(dropped.stem.split("-")[1:])
+    assert set(n for g in missing for n in g["nodes"]) >= set(dropped.stem.split("-")[1:])
     assert not [c for c in fabric_checks(replay) if c["status"] == "fail"]
-    for node in missing[0]["nodes"]:
+    for node in set(n for g in missing for n in g["nodes"]):
         (check,) = [c for c in replay.results["checks"] if c["stage"] == "fabric" and c["node"] == node
                     and c["check"] == "pair_bandwidth"]
         assert check["status"] in ("skip", "pass") and "slow" not in check["message"]

@@ -39,7 +39,7 @@ def test_slow_node_is_pinned_with_evidence(tmp_path):
     assert set(c["node"] for c in bad if c["node"]) == {"gpu006"}
     (node_check,) = [c for c in bad if c["node"] == "gpu006"]
     assert node_check["metrics"]["verdict"] == "pinned"
-    assert "each partner passed with another node" in node_check["message"]
+    assert "each partner passed twice with other nodes" in node_check["message"]
     assert ("gpu006", "fabric") in run.junit_bad()
     assert run.results["fabric"]["pinned"]["nodes"] == ["gpu006"]
     assert len(run.results["fabric"]["rounds"]) <= 3
@@ -56,6 +56,26 @@ def test_degraded_uplink_is_pinned_not_its_nodes(tmp_path):
     assert [c["component"] for c in bad if c["check"] == "leaf_uplink"] == ["leaf02 uplink"]
     assert not [c for c in bad if c["check"] == "pair_bandwidth"]
     assert run.results["fabric"]["pinned"]["uplinks"] == ["leaf02"]
+
+
+def test_whole_slow_leaf_is_one_leaf_fault_not_four_suspects(tmp_path):
+    slow = [{"kind": "slow_node", "node": "gpu%03d" % i, "factor": 0.5} for i in range(5, 9)]
+    run = fabric_run(tmp_path, "fleaf", slow, "-e", "check_fabric_topology_source=labels",
+                     fabric={"leaves": 4, "spines": 2, "rails": 8, "oversubscription": 1.0})
+    assert run.rc != 0
+    fabric = run.results["fabric"]
+    assert fabric["leaf_faults"] == ["leaf02"]
+    assert fabric["pinned"] == {"nodes": [], "uplinks": []} and fabric["suspects"] == {"nodes": [], "uplinks": []}
+    bad = fabric_checks(run)
+    nodes = sorted(c["node"] for c in bad if c["check"] == "pair_bandwidth")
+    assert nodes == ["gpu005", "gpu006", "gpu007", "gpu008"]
+    assert all(c["metrics"]["verdict"] == "leaf" for c in bad if c["check"] == "pair_bandwidth")
+    (switch,) = [c for c in bad if c["check"] == "leaf_uplink"]
+    assert switch["component"] == "leaf02 leaf switch or all its nodes"
+    assert "leaf-level fault of leaf02" in switch["message"] and "partners of other leaves" in switch["message"]
+    assert len(fabric["rounds"]) <= 3
+    page = (run.dir / "report.html").read_text()
+    assert "LEAF FAULT" in page or "leaf-level fault of leaf02" in page
 
 
 def test_hanging_all_reduce_is_a_fast_failure_pinned_to_its_node(tmp_path):

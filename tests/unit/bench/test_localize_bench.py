@@ -33,10 +33,23 @@ def test_adaptive_finds_every_fault_in_target(quick):
 
 
 def test_no_strategy_pins_a_healthy_element(quick):
+    hard = set(name for name, _kind, _count, _target in localize_bench.HARD) | {"NICs=2 of 128", "NICs=8 of 512"}
     for cell in quick["cells"]:
-        if cell["simulated"]:
+        if cell["simulated"] and (cell["scenario"] not in hard or cell["strategy"] == "adaptive" and cell["in_target"]):
             assert cell["false_positives"] == 0, cell
             assert cell["wrongly_cleared"] == 0, cell
+
+
+def test_adaptive_flags_every_intermittent_node_and_names_every_slow_leaf(quick):
+    cells = dict((c["scenario"], c) for c in _cells(quick, "adaptive") if c["n"] == 64)
+    intermittent = cells["intermittent=2 p=0.5"]
+    assert intermittent["intermittent"] == 6 and intermittent["intermittent_flagged"] == 6, intermittent
+    leaf = cells["slow leaf"]
+    assert leaf["leaf_faults"] == 3 and leaf["leaf_faults_found"] == 3 and leaf["false_positives"] == 0, leaf
+    nics = cells["NICs=8 of 512"]
+    assert nics["recall"] == 1.0 and nics["rounds_max"] <= 3, nics
+    # the per-test intermittent row is reported, not targeted: a test it passes cannot flag it
+    assert not cells["intermittent/test=2 p=0.5"]["in_target"]
 
 
 def test_exhaustive_is_simulated_for_small_n_and_the_percentages_refer_to_it(quick):
@@ -44,7 +57,8 @@ def test_exhaustive_is_simulated_for_small_n_and_the_percentages_refer_to_it(qui
         assert cell["simulated"] and cell["rounds_max"] == cell["n"] - 1
         assert cell["pct_of_exhaustive"] == pytest.approx(100.0)
     clean = [c for c in _cells(quick, "adaptive") if c["scenario"] == "k=0"]
-    assert all(c["rounds_max"] == 1 for c in clean)
+    # the second round confirms every node (a third the odd ones left without a new partner)
+    assert all(2 <= c["rounds_max"] <= 3 for c in clean) and min(c["rounds_mean"] for c in clean) <= 2.5
 
 
 def test_analytic_exhaustive_and_targets_text():
@@ -101,13 +115,34 @@ def test_an_intermittent_node_is_slow_in_about_its_share_of_runs():
     assert model.faults()["nodes"] == [nodes[0]]
 
 
-def test_the_scenarios_outside_the_benchmark_inject_what_they_name():
-    for name, kind, count in localize_bench.HONEST:
-        scenario = [s for s in localize_bench.honest_scenarios(64) if s[0] == name][0]
-        nodes, topology, make = localize_bench.build_model(64, 32, scenario, 1, 1.0, 0.015)
-        faults = make().faults()["nodes"]
+def test_the_hard_scenarios_inject_what_they_name():
+    for name, kind, count, _target in localize_bench.HARD:
+        scenario = [s for s in localize_bench.scenarios(64) if s[0] == name][0]
+        nodes, topology, make, _config = localize_bench.build_model(64, 32, scenario, 1, 1.0, 0.015)
+        model = make()
+        faults = model.faults()["nodes"]
         leaves = set(topology[n]["leaf"] for n in faults)
         if kind == "leaf":
             assert len(leaves) == 1 and len(faults) == sum(1 for n in nodes if topology[n]["leaf"] in leaves)
+            assert model.faults()["leaves"] == sorted(leaves)
         else:
             assert len(faults) == count and (kind != "clustered" or len(leaves) == 1)
+        assert model.samples == (localize_bench.SAMPLES if kind == "intermittent" else 1)
+    scenario = [s for s in localize_bench.scenarios(64) if s[5] == "nic"][0]
+    nodes, _topology, make, config = localize_bench.build_model(64, 32, scenario, 1, 1.0, 0.015)
+    rails = make()
+    assert len(rails) == localize_bench.RAILS and config["floor"] == localize_bench.NIC_FLOOR
+    assert sum(len(r.slow) for r in rails) == scenario[1] == 8
+
+
+def test_samples_are_runs_of_one_test_with_the_median_as_result():
+    nodes, topology = fabric_model.make_topology(8, 8)
+    model = fabric_model.FabricModel(nodes, topology, seed="samples", noise=0.0, samples=6)
+    model.inject_intermittent(nodes[0], 0.5, 0.5)
+    results = [model.run_round([[nodes[0], nodes[1]]])[0] for _run in range(200)]
+    assert all(len(r["samples"]) == 6 for r in results)
+    mixed = [r for r in results if len(set(r["samples"])) == 2]
+    assert len(mixed) > 150
+    for result in results:
+        ordered = sorted(result["samples"])
+        assert result["busbw"] == pytest.approx((ordered[2] + ordered[3]) / 2.0)

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize as loc
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_base as base
 
 HEALTHY = 368.0
 FLOOR = 300.0
@@ -128,16 +129,19 @@ def test_halving_is_sequential_and_starts_with_the_whole_allocation():
     assert state["pinned"]["nodes"] == ["n013"]
 
 
-def test_random15_and_two_pass_round_counts():
-    state, fabric = run(count=16, leaf_size=4, mode="random15", slow={"n001": 0.5})
-    assert len(fabric.rounds) == 15 and state["pinned"]["nodes"] == ["n001"]
-    state, fabric = run(count=16, leaf_size=4, mode="two_pass", slow={"n001": 0.5})
-    assert len(fabric.rounds) == 2 and state["pinned"]["nodes"] == ["n001"]
+def test_benchmark_baselines_are_not_product_modes():
+    assert loc.MODES == ("adaptive", "exhaustive", "halving")     # the benchmark registers its own
+    with pytest.raises(ValueError, match="unknown mode 'bisect'"):
+        loc.new_state(["a", "b"], mode="bisect")
 
 
-def test_clean_cluster_is_done_after_one_round():
+def test_clean_cluster_confirms_every_node_in_a_second_round_and_stops():
     state, fabric = run(count=64, leaf_size=16)
-    assert len(fabric.rounds) == 1
+    assert len(fabric.rounds) == 2
+    # the confirmation round meets new partners: no pair twice
+    pairs = [tuple(sorted(g)) for r in fabric.rounds for g in r]
+    assert len(pairs) == len(set(pairs))
+    assert all(state["_index"]["pass_count"][n] >= 2 for n in state["nodes"])
     assert state["summary"]["nodes"]["cleared"] == 64
     assert state["summary"]["uplinks"]["cleared"] == 4
     assert state["pinned"] == {"nodes": [], "uplinks": []}
@@ -155,7 +159,7 @@ def test_slow_node_pinned_with_evidence():
     assert record["verdict"] == "pinned"
     summary = record["evidence"][0]
     assert re.match(r"n021: (\d) of \1 pairs \u2264 1\d\d GB/s, median of others 3\d\d; "
-                    r"each partner passed with another node$", summary), summary
+                    r"each partner passed twice with other nodes$", summary), summary
     assert any("-> low" in line for line in record["evidence"][1:])
     # its partners are cleared, each with a passing test of its own
     for partner in state["matrix"]["n021"]:
@@ -183,7 +187,7 @@ def test_degraded_uplink_pinned_not_its_nodes():
     summary = state["uplinks"]["L02"]["evidence"][0]
     assert summary.startswith("L02 uplink: ")
     assert "cross-leaf pairs \u2264 1" in summary
-    assert summary.endswith("its nodes passed other tests and each partner leaf passed cross-leaf with another leaf")
+    assert summary.endswith("its nodes passed other tests and each partner leaf passed cross-leaf twice with another leaf")
     for leaf in ("L00", "L01", "L03"):
         assert state["uplinks"][leaf]["verdict"] == "cleared"
 
@@ -211,14 +215,14 @@ def test_oversubscribed_fabric_uses_its_own_cross_leaf_reference():
     assert 170 < refs["cross"]["median"] < 200
 
 
-@pytest.mark.parametrize("mode", ["adaptive", "random15", "exhaustive"])
+@pytest.mark.parametrize("mode", ["adaptive", "halving", "exhaustive"])
 def test_slow_node_masked_by_oversubscription_is_not_cleared_cross_leaf(mode):
     # at 2:1 every node gets 184 GB/s across leaves: a node at 0.6 (221 GB/s) passes cross-leaf
     state, fabric = run(count=32, leaf_size=8, mode=mode, oversubscription=2.0, config={"oversubscription": 2.0},
                         slow={"n003": 0.6, "n017": 0.6})
     assert state["nodes"]["n003"]["verdict"] != "cleared" and state["nodes"]["n017"]["verdict"] != "cleared"
     assert set(state["pinned"]["nodes"]) <= {"n003", "n017"}
-    if mode != "random15":      # random pairs may leave a node without a full-speed (intra-leaf) pass
+    if mode != "halving":       # halves may leave a node without a full-speed (intra-leaf) pass
         assert state["pinned"] == {"nodes": ["n003", "n017"], "uplinks": []}
         assert state["suspects"] == {"nodes": [], "uplinks": []}
         assert state["summary"]["nodes"]["cleared"] == 30
@@ -230,7 +234,7 @@ def test_timeout_counts_as_low_with_evidence():
     state, fabric = run(hang={"n033"})
     assert state["pinned"]["nodes"] == ["n033"]
     summary = state["nodes"]["n033"]["evidence"][0]
-    assert "timed out" in summary and "each partner passed with another node" in summary
+    assert "timed out" in summary and "each partner passed twice with other nodes" in summary
     assert any("timed out -> low" in line for line in state["nodes"]["n033"]["evidence"])
     assert state["rounds"][0]["timeouts"] == 1
     assert len(fabric.rounds) <= 3
@@ -316,24 +320,143 @@ def test_every_verdict_is_backed_by_evidence():
 
 def test_evidence_every_round_off_still_writes_evidence_when_done():
     state, _fabric = run(slow={"n021": 0.45}, config={"evidence_every_round": False})
-    assert state["nodes"]["n021"]["evidence"][0].startswith("n021: 2 of 2 pairs")
+    assert state["nodes"]["n021"]["evidence"][0].startswith("n021: 3 of 3 pairs")
     assert state["nodes"]["n000"]["evidence"][0].startswith("n000: passed")
 
 
-def test_intermittent_node_stays_suspect():
+def _healthy_round(state, value=368.0):
+    return [{"group": g, "busbw": value, "status": "ok"} for g in loc.plan_round(state)]
+
+
+def test_low_test_of_elements_that_all_passed_twice_is_ambiguous_suspect():
     nodes, topology = cluster(40, 40)
     state = loc.new_state(nodes, topology, config={"floor": FLOOR})
-    healthy = dict((n, 368.0) for n in nodes)
-    first = loc.plan_round(state)
-    loc.analyse_round(state, [{"group": g, "busbw": min(healthy[n] for n in g), "status": "ok"} for g in first])
-    assert state["done"]
-    # an extra round run by hand: a cleared node now low with a cleared partner
-    a, b = first[0]
-    c, d = first[1]
+    loc.analyse_round(state, _healthy_round(state))
+    loc.analyse_round(state, _healthy_round(state))
+    assert state["done"] and all(state["_index"]["pass_count"][n] == 2 for n in nodes)
+    # an extra round run by hand: two nodes that passed twice now low together
+    a, c = nodes[0], nodes[1]
     state["done"] = False
     loc.analyse_round(state, [{"group": [a, c], "busbw": 150.0, "status": "ok"}])
-    assert state["nodes"][a]["verdict"] == "suspect"
-    assert "intermittent" in state["nodes"][a]["evidence"][0]
+    assert state["nodes"][a]["verdict"] == state["nodes"][c]["verdict"] == "suspect"
+    assert "one of them is intermittent" in state["nodes"][a]["evidence"][0]
+
+
+def test_node_that_passed_once_then_low_with_confirmed_partners_is_intermittent_and_never_a_partner():
+    nodes, topology = cluster(16, 16)
+    state = loc.new_state(nodes, topology, config={"floor": FLOOR})
+    first = loc.plan_round(state)
+    loc.analyse_round(state, _healthy_round(state))
+    flaky = first[0][0]
+    # round 2: flaky is low with a partner that passes twice (rounds 1 and 3)
+    partner = next(n for g in first[1:] for n in g)
+    results = []
+    for group in loc.plan_round(state):
+        low = flaky in group
+        results.append({"group": group, "busbw": 150.0 if low else 368.0, "status": "ok"})
+    loc.analyse_round(state, results)
+    flaky_partner = next(n for r in results if flaky in r["group"] for n in r["group"] if n != flaky)
+    assert state["nodes"][flaky]["verdict"] in ("suspect", "intermittent")
+    # a third round: whatever is planned, flaky is never anyone's known-good partner
+    plan = loc.plan_round(state)
+    for group in plan:
+        if flaky in group:
+            assert all(state["nodes"][n]["verdict"] != "cleared" or n != flaky for n in group)
+    loc.analyse_round(state, [{"group": g, "busbw": 150.0 if flaky in g else 368.0, "status": "ok"} for g in plan])
+    assert state["_index"]["pass_count"][flaky_partner] >= 2
+    assert state["nodes"][flaky]["verdict"] == "intermittent", state["nodes"][flaky]["evidence"]
+    summary = state["nodes"][flaky]["evidence"][0]
+    assert summary.startswith("%s: intermittent: passed 1 of " % flaky)
+    assert "low in round 2" in summary and "more than once" in summary
+    assert state["nodes"][flaky_partner]["verdict"] == "cleared"
+    assert partner != flaky
+    assert state["intermittent"]["nodes"] == [flaky]
+
+
+def test_pin_waits_for_a_partner_that_passed_twice():
+    nodes, topology = cluster(8, 8)
+    state = loc.new_state(nodes, topology, config={"floor": FLOOR})
+    first = loc.plan_round(state)
+    slow = first[0][0]
+
+    def answer(groups):
+        return [{"group": g, "busbw": 150.0 if slow in g else 368.0, "status": "ok"} for g in groups]
+    loc.analyse_round(state, answer(first))
+    # round 2: slow is low with a partner that passed once: not pinned yet
+    loc.analyse_round(state, answer(loc.plan_round(state)))
+    assert state["nodes"][slow]["verdict"] == "suspect"
+    assert "confirmation pending" in state["nodes"][slow]["evidence"][0]
+    # round 3 confirms the partners (and re-pairs slow with a confirmed one): pinned
+    loc.analyse_round(state, answer(loc.plan_round(state)))
+    assert state["nodes"][slow]["verdict"] == "pinned"
+    assert state["pinned"]["nodes"] == [slow] and state["round"] == 3
+
+
+def test_confirm_passes_one_restores_the_single_pass_rule():
+    state, fabric = run(slow={"n021": 0.45}, config={"confirm_passes": 1})
+    assert state["pinned"]["nodes"] == ["n021"] and len(fabric.rounds) == 2
+    with pytest.raises(ValueError, match="confirm_passes"):
+        loc.new_state(["a", "b"], config={"confirm_passes": 0})
+
+
+def test_unstable_samples_flag_an_intermittent_node():
+    nodes, topology = cluster(16, 16)
+    state = loc.new_state(nodes, topology, config={"floor": FLOOR})
+    flaky = loc.plan_round(state)[0][0]
+
+    def answer(groups):
+        out = []
+        for group in groups:
+            if flaky in group:
+                out.append({"group": group, "busbw": 360.0, "status": "ok", "samples": [366.0, 150.0, 365.0, 368.0]})
+            else:
+                out.append({"group": group, "busbw": 368.0, "status": "ok", "samples": [367.0, 368.0, 369.0, 366.0]})
+        return out
+    state = loc.localize(nodes, topology, answer, config={"floor": FLOOR})
+    record = state["nodes"][flaky]
+    assert record["verdict"] == "intermittent", record["evidence"]
+    assert "unstable in round" in record["evidence"][0] and "runs 150-368 GB/s" in record["evidence"][0]
+    assert any("-> unstable" in line for line in record["evidence"][1:])
+    assert state["rounds"][0]["unstable"] == 1
+    assert sum(1 for n in nodes if state["nodes"][n]["verdict"] != "cleared") == 1
+
+
+def test_whole_slow_leaf_is_one_leaf_fault_with_cross_leaf_evidence():
+    slow = dict(("n%03d" % i, 0.5) for i in range(16, 32))
+    state, fabric = run(count=64, leaf_size=16, slow=slow)
+    assert state["leaf_faults"] == ["L01"]
+    assert len(fabric.rounds) <= 3
+    for node in slow:
+        assert state["nodes"][node]["verdict"] == "leaf"
+    assert state["uplinks"]["L01"]["verdict"] == "leaf"
+    assert state["pinned"] == {"nodes": [], "uplinks": []}
+    assert state["suspects"] == {"nodes": [], "uplinks": []}
+    summary = state["nodes"]["n016"]["evidence"][0]
+    assert summary.startswith("n016: leaf-level fault of L01 (its leaf switch or all its 16 nodes)"), summary
+    assert "partners of other leaves that passed elsewhere" in summary and "tests inside the leaf were low" in summary
+    others = [n for n in state["nodes"] if n not in slow]
+    assert all(state["nodes"][n]["verdict"] == "cleared" for n in others)
+
+
+def test_few_slow_nodes_in_one_leaf_are_pinned_not_a_leaf_fault():
+    state, _fabric = run(count=64, leaf_size=16, slow={"n016": 0.5, "n017": 0.5, "n018": 0.5})
+    assert state["leaf_faults"] == []
+    assert state["pinned"]["nodes"] == ["n016", "n017", "n018"]
+
+
+def test_planner_registry_runs_a_registered_mode_through_the_same_decoding():
+    def pairs(state):
+        if state["round"]:
+            return []
+        names = sorted(state["nodes"])
+        return [names[i:i + 2] for i in range(0, len(names) - 1, 2)]
+    loc.register_planner("test_pairs_once", pairs, lambda count: 1)
+    try:
+        state, fabric = run(count=8, leaf_size=8, mode="test_pairs_once", slow={"n003": 0.5})
+        assert len(fabric.rounds) == 1
+        assert sorted(state["suspects"]["nodes"]) == ["n002", "n003"]
+    finally:
+        base.PLANNERS.pop("test_pairs_once")
 
 
 # ------------------------------------------------------------------------------ determinism, state
@@ -368,7 +491,7 @@ def test_max_rounds_stops():
                            seed=1, max_rounds=1, config={"floor": FLOOR})
     assert limited["round"] == 1 and limited["done"]
     assert limited["pinned"]["nodes"] == [] and "n001" in limited["suspects"]["nodes"]
-    assert state["pinned"]["nodes"] == ["n001"] and len(fabric.rounds) == 2
+    assert state["pinned"]["nodes"] == ["n001"] and len(fabric.rounds) == 3
 
 
 def test_bad_results_are_ignored_with_a_warning():
@@ -397,18 +520,17 @@ def test_inputs_validated_and_missing_leaf_warned():
 
 def test_default_round_limits():
     nodes, topology = cluster(10, 5)
-    assert loc.new_state(nodes, topology)["max_rounds"] == 5
+    assert loc.new_state(nodes, topology)["max_rounds"] == 3
     assert loc.new_state(nodes, topology, mode="exhaustive")["max_rounds"] == 9
     assert loc.new_state(nodes[:9], topology, mode="exhaustive")["max_rounds"] == 9
-    assert loc.new_state(nodes, topology, mode="random15")["max_rounds"] == 15
-    assert loc.new_state(nodes, topology, mode="two_pass")["max_rounds"] == 2
+    assert loc.new_state(nodes, topology, mode="halving")["max_rounds"] == 56
 
 
 def test_mad_of_sorted_values():
     values = sorted([1.0, 2.0, 3.0, 4.0, 100.0])
-    assert loc._mad_sorted(values, 3.0) == 1.0
+    assert base.mad_sorted(values, 3.0) == 1.0
     values = sorted([1.0, 2.0, 3.0, 4.0])
-    assert loc._mad_sorted(values, 2.5) == 1.0
+    assert base.mad_sorted(values, 2.5) == 1.0
 
 
 # ------------------------------------------------------------------------------ properties
@@ -424,14 +546,14 @@ def test_clean_noisy_cluster_has_no_suspects(count, leaf_size, noise, seed, floo
     assert state["suspects"] == {"nodes": [], "uplinks": []}
     if over == 1.0:
         assert state["summary"]["nodes"]["cleared"] == count
-        assert len(fabric.rounds) == 1
+        assert len(fabric.rounds) <= 3      # rounds 2 (and 3 for an odd one) confirm every node
     else:
         # oversubscribed: a cross-leaf pass does not clear a node; round 2 re-pairs those nodes
         # inside their leaf, which a node alone in its leaf does not have
         alone = sum(1 for n in nodes if len(state["leaves"][topology[n]["leaf"]]) == 1)
         assert state["summary"]["nodes"]["untested"] <= alone
         assert state["summary"]["nodes"]["cleared"] + state["summary"]["nodes"]["untested"] == count
-        assert len(fabric.rounds) <= 2
+        assert len(fabric.rounds) <= 3
 
 
 @given(count=st.integers(min_value=4, max_value=32), leaf_size=st.integers(min_value=2, max_value=16),
@@ -462,3 +584,18 @@ def test_localize_does_not_share_state_between_runs():
     copy_of_first = copy.deepcopy(first)
     run(slow={"n002": 0.5})
     assert first == copy_of_first
+
+
+def test_marginal_only_suspect_is_what_the_threshold_accepts():
+    nodes, topology = cluster(16, 16)
+    slowish = "n003"
+
+    def answer(groups):
+        return [{"group": g, "busbw": 345.0 if slowish in g else 368.0, "status": "ok"} for g in groups]
+    state = loc.localize(nodes, topology, answer, config={"floor": FLOOR})
+    assert state["nodes"][slowish]["verdict"] == "suspect"
+    assert loc.marginal_only(state, slowish)
+    assert "inside the margin" in state["nodes"][slowish]["evidence"][0]
+    assert not loc.marginal_only(state, "n000")
+    low, _fabric = run(slow={"n021": 0.45})
+    assert not loc.marginal_only(low, "n021")

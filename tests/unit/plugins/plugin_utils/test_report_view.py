@@ -206,3 +206,53 @@ def test_the_view_does_not_change_the_document(demo):
 def test_not_a_document():
     with pytest.raises(view_of.Problem, match="expected an object, got an array"):
         view_of.build_view([])
+
+
+def _fabric_document_from_the_localiser():
+    """The fabric block as the producer writes it (_fabric._document) from a real localiser run
+    with an intermittent node (unstable samples) and a whole slow leaf."""
+    import types
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric, _localize
+    nodes = ["gpu%03d" % i for i in range(1, 17)]
+    topology = dict((n, {"leaf": "leaf%02d" % (i // 4 + 1)}) for i, n in enumerate(nodes))
+    slow_leaf = [n for n in nodes if topology[n]["leaf"] == "leaf03"]
+    flaky = "gpu002"
+
+    def answer(groups):
+        out = []
+        for group in groups:
+            if any(n in slow_leaf for n in group):
+                out.append({"group": group, "busbw": 180.0, "status": "ok"})
+            elif flaky in group:
+                out.append({"group": group, "busbw": 362.0, "status": "ok", "samples": [366.0, 150.0, 365.0, 362.0]})
+            else:
+                out.append({"group": group, "busbw": 368.0, "status": "ok", "samples": [367.0, 368.0, 369.0, 366.0]})
+        return out
+    state = _localize.localize(nodes, topology, answer, config={"floor": 300.0})
+    rounds = {}
+    for test in state["tests"]:
+        rounds.setdefault(test["round"], []).append(
+            {"nodes": test["group"], "busbw": test["busbw"], "key": "round%d-%s" % (test["round"], "-".join(test["group"])),
+             "outcome": "ok", "note": ""})
+    fabric = types.SimpleNamespace(rounds=[{"round": r, "groups": g} for r, g in sorted(rounds.items())],
+                                   infra_nodes={}, opts={})
+    block = _fabric._document(fabric, state, None, "fail", None, 300.0)
+    block["preflight"] = None
+    checks = [docs.check("fabric", n, "pair_bandwidth", "fail" if state["nodes"][n]["verdict"] != "cleared" else "pass")
+              for n in nodes]
+    return docs.build(checks, nodes, {"fabric": block}), slow_leaf, flaky
+
+
+def test_intermittent_unstable_and_leaf_faults_pass_the_schema_and_reach_the_report():
+    from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report_page
+    document, slow_leaf, flaky = _fabric_document_from_the_localiser()
+    fabric = document["fabric"]
+    assert fabric["leaf_faults"] == ["leaf03"]
+    assert fabric["intermittent"]["nodes"] == [flaky]
+    assert any(g["status"] == "unstable" for r in fabric["rounds"] for g in r["groups"])
+    view = view_of.build_view(document)
+    counts = view["fabric"]["verdict_counts"]
+    assert counts["leaf"] == len(slow_leaf) and counts["intermittent"] == 1
+    assert view["rounds"]["status_counts"]["unstable"] >= 1
+    page = _report_page.render_html(document)
+    assert "LEAF FAULT" in page and "INTERMITTENT" in page and "leaf-level fault of leaf03" in page
