@@ -46,15 +46,20 @@ sanity: setup
 docs-check: setup
 	tools/docs-check.sh
 
+# Unit and property tests are pure Python on one core each: they run on UNIT_WORKERS processes
+# (pytest-xdist). The integration tests run in one process: they share simulated clusters
+# through the session's pool (tests/integration/cluster_pool.py) and keep both cores busy.
 # A short basetemp: slurmd's socket paths under each test's run directory must stay < 108 bytes.
+UNIT_WORKERS ?= 2
 pytest: setup
-	$(BIN)/python -m pytest tests --basetemp=$(or $(TMPDIR),/tmp)/gcat
+	$(BIN)/python -m pytest tests/unit -n $(UNIT_WORKERS) --basetemp=$(or $(TMPDIR),/tmp)/gcat-unit
+	$(BIN)/python -m pytest tests/integration --basetemp=$(or $(TMPDIR),/tmp)/gcat
 
 demo: setup
 	tools/demo.sh
 
 unit: setup
-	$(BIN)/python -m pytest tests/unit
+	$(BIN)/python -m pytest tests/unit -n $(UNIT_WORKERS)
 
 # The execution environment's build context (context/, offline; docs/execution-environment.md):
 # then `ansible-builder build -t gpucluster-acceptance-ee:0.1.0` where podman or docker can pull.

@@ -75,7 +75,8 @@ def load_template(directory):
     for node, tools in sorted(results["raw"].items()):
         if node.startswith("_"):
             continue
-        nodes[node] = dict((tool, dict(entry, output=open(os.path.join(directory, entry["path"]),
+        # The raw index may leave a path out where it is the convention: one helper knows where it is.
+        nodes[node] = dict((tool, dict(entry, output=open(os.path.join(directory, _results.raw_path(node, tool, entry)),
                                                           errors="replace").read()))
                            for tool, entry in tools.items())
     bad = sorted(n for n in results["verdict"]["failed_nodes"] if n in nodes)

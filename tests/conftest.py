@@ -78,3 +78,29 @@ def pytest_sessionfinish(session, exitstatus):
     if left:
         sys.stderr.write("\nSlurm daemons left running by the tests:\n  %s\n" % "\n  ".join(left))
         session.exitstatus = 1
+
+
+@pytest.fixture(scope="session", autouse=True)
+def simulated_cluster_pool(tmp_path_factory):
+    """The session's simulated clusters, shared by shape (tests/integration/cluster_pool.py); every
+    one of them stopped when the session ends, before the leftover-daemon check below."""
+    # tests/integration/ is on sys.path (above); imported here so that collection does not need sim/.
+    import cluster_pool  # pylint: disable=import-outside-toplevel
+    pool = cluster_pool.POOL
+    pool.root = tmp_path_factory.mktemp("pool")
+    try:
+        yield pool
+    finally:
+        pool.close()
+        pool.root = None
+
+
+@pytest.fixture(scope="session")
+def fault_matrix_local(tmp_path_factory):
+    """acceptance.yml on 16 nodes with the fault matrix's RUN_A (one fault a node) over local
+    connections, run once: test_faults judges it, test_ssh_transport compares the ssh run with it."""
+    # tests/integration/ is on sys.path (above).
+    from fault_matrix import RUN_A, SKIP, faults  # pylint: disable=import-outside-toplevel
+    from harness import SimRun, spec  # pylint: disable=import-outside-toplevel
+    with SimRun(spec("fa", faults(RUN_A)), tmp_path_factory.mktemp("fa")) as sim:
+        yield sim.acceptance("--skip-tags", SKIP)

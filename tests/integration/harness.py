@@ -11,6 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "sim"))
 
 import simcluster  # noqa: E402  (sim/ is not a package)
+import cluster_pool  # noqa: E402  (tests/integration/, beside this file)
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -77,29 +78,43 @@ def playbook(inventory, artifacts, *args, timeout=900, playbook_name="acceptance
 
 
 class SimRun(object):
-    """A simulated cluster from a spec dict, its inventory, and a place for artifacts."""
+    """A simulated cluster from a spec dict, its inventory, and a place for artifacts.
 
-    def __init__(self, spec, workdir):
+    The cluster is borrowed from the session's pool (tests/integration/cluster_pool.py) when its
+    spec allows it, else started for this test alone (``pool=False`` asks for that).
+    """
+
+    def __init__(self, spec, workdir, pool=True):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.data = spec
         self.spec_path = self.workdir / "spec.yml"
         self.spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        self.pooled = None
+        self.use_pool = pool and cluster_pool.POOL.usable(spec)
         self.run_dir = self.workdir / "run"
-        self.cluster = simcluster.SimCluster(str(self.spec_path), run_dir=str(self.run_dir))
+        self.cluster = None if self.use_pool else simcluster.SimCluster(str(self.spec_path), run_dir=str(self.run_dir))
         self.inventory = None
         self.artifacts = self.workdir / "artifacts"
 
     def __enter__(self):
-        try:
-            self.cluster.start()
-        except BaseException:
-            self.cluster.stop()  # a start that failed half-way leaves no daemon behind
-            raise
+        if self.use_pool:
+            self.pooled = cluster_pool.POOL.acquire(self.data)
+            self.cluster, self.run_dir = self.pooled.cluster, self.pooled.run_dir
+        else:
+            try:
+                self.cluster.start()
+            except BaseException:
+                self.cluster.stop()  # a start that failed half-way leaves no daemon behind
+                raise
         self.inventory = simcluster.write_inventory(self.cluster.spec, self.workdir / "inventory", self.run_dir)
         return self
 
     def __exit__(self, *exc):
-        self.cluster.stop()
+        if self.pooled is not None:
+            cluster_pool.POOL.release(self.pooled)
+        else:
+            self.cluster.stop()
 
     def acceptance(self, *args, **kwargs):
         return playbook(self.inventory, self.artifacts, *args, **kwargs)

@@ -38,9 +38,8 @@ def _key(checks):
 
 
 @pytest.fixture(scope="module")
-def run_a_local(tmp_path_factory):
-    with SimRun(spec("fal", faults(RUN_A)), tmp_path_factory.mktemp("fal")) as sim:
-        yield sim.acceptance("--skip-tags", SKIP)
+def run_a_local(fault_matrix_local):
+    return fault_matrix_local
 
 
 @pytest.fixture(scope="module")
