@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "sim"))
 
 import simcluster  # noqa: E402  (sim/ is not a package)
 import sim_config  # noqa: E402
+from sim_processes import write_file  # noqa: E402  (atomic: the tools may read these now)
 
 # What the fake tools read on every call: a borrowed cluster takes these from the test's spec.
 TOOL_KEYS = ("name", "faults", "seed", "tool_times")
@@ -70,6 +71,15 @@ def _processes_of(run_dir, keep=()):
     return found
 
 
+def start(cluster):
+    """Start a SimCluster; a start that failed half-way leaves no daemon behind."""
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.stop()
+        raise
+
+
 class Pooled(object):
     """One cluster of the pool: its directory, spec file and SimCluster."""
 
@@ -81,28 +91,20 @@ class Pooled(object):
         self.run_dir = self.dir / "run"
         self.spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
         self.cluster = simcluster.SimCluster(str(self.spec_path), run_dir=str(self.run_dir))
-        self.lent = 0
-
-    def start(self):
-        try:
-            self.cluster.start()
-        except BaseException:
-            self.cluster.stop()  # a start that failed half-way leaves no daemon behind
-            raise
 
     def retarget(self, data):
         """Give the running cluster the test's spec: what the fake tools read, and nothing remembered."""
-        self.spec_path.write_text(yaml.safe_dump(data, sort_keys=False))
+        write_file(self.spec_path, yaml.safe_dump(data, sort_keys=False))  # the tools re-read it on every call
         spec = simcluster.validate_spec(data, self.spec_path)
         self.cluster.spec = spec
         for sub in RUN_LEFTOVERS:
             shutil.rmtree(self.run_dir / sub, ignore_errors=True)
         for stale in self.run_dir.glob("nvme-*"):
             shutil.rmtree(stale, ignore_errors=True)
-        (self.run_dir / "spec.json").write_text(json.dumps(spec.data, indent=2) + "\n")
+        write_file(self.run_dir / "spec.json", json.dumps(spec.data, indent=2) + "\n")
         state = self.cluster.state()
         state["spec"] = spec.data
-        (self.run_dir / "state.json").write_text(json.dumps(state, indent=2) + "\n")
+        write_file(self.run_dir / "state.json", json.dumps(state, indent=2) + "\n")
         sim_config.write_fake_sysfs(self.run_dir)
 
     def reset(self, timeout=30.0):
@@ -142,7 +144,6 @@ class ClusterPool(object):
         self.root = None
         self.idle = []  # Pooled, oldest first
         self.started = 0
-        self.lent = 0
         self.enabled = os.environ.get("GPUCLUSTER_TEST_POOL", "1") != "0"
 
     def usable(self, data):
@@ -159,9 +160,7 @@ class ClusterPool(object):
         else:
             self.started += 1
             pooled = Pooled(Path(self.root) / ("c%d" % self.started), data)
-            pooled.start()
-        pooled.lent += 1
-        self.lent += 1
+            start(pooled.cluster)
         return pooled
 
     def release(self, pooled):

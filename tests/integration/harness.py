@@ -102,11 +102,7 @@ class SimRun(object):
             self.pooled = cluster_pool.POOL.acquire(self.data)
             self.cluster, self.run_dir = self.pooled.cluster, self.pooled.run_dir
         else:
-            try:
-                self.cluster.start()
-            except BaseException:
-                self.cluster.stop()  # a start that failed half-way leaves no daemon behind
-                raise
+            cluster_pool.start(self.cluster)
         self.inventory = simcluster.write_inventory(self.cluster.spec, self.workdir / "inventory", self.run_dir)
         return self
 
