@@ -97,10 +97,22 @@ def simulated_cluster_pool(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def fault_matrix_local(tmp_path_factory):
-    """acceptance.yml on 16 nodes with the fault matrix's RUN_A (one fault a node) over local
-    connections, run once: test_faults judges it, test_ssh_transport compares the ssh run with it."""
+    """acceptance.yml on 16 nodes with the fault matrix's RUN_A (one fault a node, its host_vars)
+    over local connections, run once: test_faults judges it, test_ssh_transport and
+    test_srun_transport compare their transport's run with it."""
     # tests/integration/ is on sys.path (above).
-    from fault_matrix import RUN_A, SKIP, faults  # pylint: disable=import-outside-toplevel
+    from fault_matrix import RUN_A, SKIP, faults, write_host_vars  # pylint: disable=import-outside-toplevel
     from harness import SimRun, spec  # pylint: disable=import-outside-toplevel
     with SimRun(spec("fa", faults(RUN_A)), tmp_path_factory.mktemp("fa")) as sim:
+        write_host_vars(sim.inventory)
         yield sim.acceptance("--skip-tags", SKIP)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """tools/demo.sh (what `make demo` runs) once for the session: the 16-node demo cluster, every
+    stage, stopped on the way out. test_demo_replay replays it; test_report_in_chromium looks at its
+    report. Returns (work dir, run dir, playbook log text, playbook exit status)."""
+    # tests/integration/ is on sys.path (above).
+    from harness import demo  # pylint: disable=import-outside-toplevel
+    return demo(tmp_path_factory.mktemp("demo"))

@@ -10,8 +10,10 @@ rail-optimised fabric. A *test* is one perftest server on one node and its clien
 NIC k to NIC k. A round runs every test of every rail at once as one Slurm step over the round's
 nodes: each node's task (DRIVER) starts its servers, then its clients, each under ``timeout``; a
 client that finds no server yet (perftest's ``Couldn't connect to``) tries again until the start-up
-window closes, so no one waits on a clock; a server whose client never came is ended by its own
-timeout, so no stray server is left behind. Every test of a round has its own TCP port (base +
+window closes, so no one waits on a clock; a server that no client reached by the time every client
+has given up (the start-up window plus LAUNCH_SKEW; no TCP connection on its port, ``ss``) is ended
+then rather than at its own timeout (a client whose NIC refused the test would otherwise hold the
+round for the whole timeout), so no stray server is left behind. Every test of a round has its own TCP port (base +
 its index), so servers on one node never collide.
 
 Outcomes of one test (judge_test): ok (a bandwidth), timeout (connected, then hung: a finding),
@@ -36,13 +38,20 @@ _NIC_ERRORS = re.compile(r"IB device \S+ not found|Unable to find the Infiniband
                          r"Port number \d+ state is \S+|Couldn't set the link layer|Couldn't get context for the device")
 _NO_SERVER = re.compile(r"Couldn't connect to (\S+)")
 _WAITING = re.compile(r"Waiting for client to connect")
+_UNREACHED = re.compile(r"^gpucluster-perftest: no client connected", re.M)  # DRIVER's line
 _NATURAL = re.compile(r"(\d+)")
 
+# Seconds a server's wait for its client's connection outlasts the start-up window: the tasks of one
+# Slurm step start on their nodes within this of each other, so every client has made its last try.
+LAUNCH_SKEW = 10
+
 # The node-side driver, run by bash in every task of the round's step: arguments are groups
-#   NODE ROLE KEY TIMEOUT STARTUP COUNT ARGV...
+#   NODE ROLE KEY TIMEOUT STARTUP WAIT PORT COUNT ARGV...
 # and the task runs the groups of its own node. Servers start first; each client retries while it
-# finds no server, until STARTUP seconds have passed. Every run is under `timeout`. Outputs are
-# printed in sections once all of this node's runs have ended.
+# finds no server, until STARTUP seconds have passed. Every run is under `timeout`. A server still
+# running after WAIT seconds (0: no limit) with no established TCP connection on PORT was reached by
+# no client and never will be: it is ended and recorded as timed out (rc 124), with a line saying so.
+# Outputs are printed in sections once all of this node's runs have ended.
 DRIVER = r'''
 me=${SLURMD_NODENAME:-$(hostname -s)}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpucluster-perftest.XXXXXX") || exit 70
@@ -52,12 +61,23 @@ snap() { [ -n "$root" ] || return 0; timeout -k 5 60 grep -H . "$root"/*/ports/*
 snap before
 keys=(); n=0
 while [ $# -gt 0 ]; do
-  node=$1 role=$2 key=$3 limit=$4 startup=$5 count=$6; shift 6
+  node=$1 role=$2 key=$3 limit=$4 startup=$5 wait=$6 port=$7 count=$8; shift 8
   argv=("${@:1:$count}"); shift "$count"
   [ "$node" = "$me" ] || continue
   n=$((n + 1)); out="$dir/$n"; keys+=("$n $key $role")
   if [ "$role" = server ]; then
-    ( timeout -k 5 "$((limit + startup))" "${argv[@]}" > "$out" 2>&1; echo $? > "$out.rc" ) &
+    ( timeout -k 5 "$((limit + startup))" "${argv[@]}" > "$out" 2>&1 &
+      pid=$!
+      if [ "$wait" -gt 0 ] && command -v ss > /dev/null 2>&1; then
+        end=$((SECONDS + wait))
+        while [ "$SECONDS" -lt "$end" ] && kill -0 "$pid" 2> /dev/null; do sleep 0.5; done
+        if kill -0 "$pid" 2> /dev/null && [ -z "$(ss -Htn state established "( sport = :$port )" 2> /dev/null)" ]; then
+          kill "$pid" 2> /dev/null; wait "$pid"
+          echo "gpucluster-perftest: no client connected to port $port within ${wait}s: server ended" >> "$out"
+          echo 124 > "$out.rc"; exit 0
+        fi
+      fi
+      wait "$pid"; echo $? > "$out.rc" ) &
   else
     ( deadline=$((SECONDS + startup))
       while :; do
@@ -164,10 +184,13 @@ def driver_args(tests, opts):
     # "@node@" in it becomes the node's name)
     words = [opts.get("counters_root") or ""]
     limit, startup = int(opts.get("timeout") or 120), int(opts.get("startup") or 30)
+    # rdma_cm connects through the RDMA connection manager, not a TCP socket ss could see: no early end
+    wait = 0 if opts.get("rdma_cm") else startup + LAUNCH_SKEW
     for test in tests:
         for role in ("server", "client"):
             argv = test["argv"][role]
-            words += [test[role], role, test["key"], str(limit), str(startup), str(len(argv))] + argv
+            words += [test[role], role, test["key"], str(limit), str(startup), str(wait), str(test["port"]),
+                      str(len(argv))] + argv
     return words
 
 
@@ -228,7 +251,8 @@ def judge_test(test, server, client, opts):
                    "TCP path between the nodes, not the fabric" % (where, test["port"], opts.get("startup", 30),
                                                                    "waiting" if waiting else "not listening"))
         return out
-    if client["rc"] in (124, 137) or (server["rc"] in (124, 137) and client["rc"] != 0):
+    unreached = bool(_UNREACHED.search(server["output"] or ""))  # then it did not hang: nobody came
+    if client["rc"] in (124, 137) or (server["rc"] in (124, 137) and client["rc"] != 0 and not unreached):
         out.update(outcome="timeout", evidence=[l.strip() for l in client["output"].splitlines() if l.strip()][-2:],
                    sentence="%s: hung after connecting; killed after %ss" % (where, opts.get("timeout", 120)))
         return out

@@ -14,24 +14,27 @@ import signal
 import sys
 import time
 
-from . import dcgmi, dmesg, ibnetdiscover, ibstat, model, nccl_tests, nvidia_smi, perfquery, perftest, sysfs
 from .common import Result
-from .runstate import RunState
 from .spec import TOOLS, SpecError, load
 
-NCCL_TOOLS = tuple(nccl_tests.COLLECTIVE)
+# Each call imports only its own tool's module: a call is a process, and importing every renderer
+# costs more than most tools' whole run (a 16-node acceptance run makes thousands of calls).
+NCCL_TOOLS = tuple(t for t in TOOLS if t.endswith("_perf"))  # nccl_tests.COLLECTIVE's programs
+PERFTEST_TOOLS = tuple(t for t in TOOLS if t.startswith("ib_") and t.endswith("_bw"))  # perftest.PROGRAMS
 
 
 def no_device(tool):
     """What ``tool`` prints on a host without the GPU/HCA (or the simulator's environment)."""
     pid = os.getpid()
     if tool == "nvidia-smi":
-        return Result(nvidia_smi.NO_DRIVER, "", 9)
+        from .nvidia_smi import NO_DRIVER  # pylint: disable=import-outside-toplevel
+        return Result(NO_DRIVER, "", 9)
     if tool == "dcgmi":
-        return Result(dcgmi.CONNECT_ERROR, "", 235)
+        from .dcgmi import CONNECT_ERROR  # pylint: disable=import-outside-toplevel
+        return Result(CONNECT_ERROR, "", 235)
     if tool == "ibstat":
         return Result("", "ibpanic: [%d] main: can't list IB device names: No such file or directory\n" % pid, 255)
-    if tool in perftest.PROGRAMS:
+    if tool in PERFTEST_TOOLS:
         return Result("", "No IB devices found\n Unable to find the Infiniband/RoCE device\n", 1)
     if tool in ("perfquery", "ibnetdiscover"):
         return Result("", "ibwarn: [%d] mad_rpc_open_port: can't open UMAD port ((null):0)\n"
@@ -39,9 +42,10 @@ def no_device(tool):
     if tool == "dmesg":
         return Result("", "", 0)
     if tool in NCCL_TOOLS:
+        from .nccl_tests import TESTCHECK_LINE  # pylint: disable=import-outside-toplevel
         host = os.uname().nodename.split(".")[0]
         return Result("%s: Test CUDA failure common.cu:891 'no CUDA-capable device is detected'\n"
-                      " .. %s pid %d: Test failure common.cu:%d\n" % (host, host, pid, nccl_tests.TESTCHECK_LINE),
+                      " .. %s pid %d: Test failure common.cu:%d\n" % (host, host, pid, TESTCHECK_LINE),
                       "", 2)
     return Result("", "%s: no device\n" % tool, 1)
 
@@ -163,11 +167,13 @@ def run_tool(tool, args, env=None):
         return no_device(tool), None
     fallback = os.path.join(run_dir, "spec.json") if run_dir else None
     try:
-        spec = load(spec_path, fallback_json=fallback)
+        spec = load(spec_path, fallback_json=fallback, cache_dir=os.path.join(run_dir, "gpusim") if run_dir else None)
     except SpecError as exc:
         return Result("", "%s: simulated cluster spec error: %s\n" % (tool, exc), 2), None
     if not spec.has_node(node_name):
         return no_device(tool), None
+    from . import model  # pylint: disable=import-outside-toplevel
+    from .runstate import RunState  # pylint: disable=import-outside-toplevel
     node = model.node_state(spec, node_name)
     state = RunState(run_dir, node_name)
     node.now = time.time()
@@ -180,37 +186,54 @@ def run_tool(tool, args, env=None):
 
     if tool in node.hang:
         return Result(code=None), spec  # hang fault: block until killed
-    if tool == "nvidia-smi":
-        result = nvidia_smi.run(node, args)
-        result.time_key = result.time_key or "nvidia_smi"
-    elif tool == "dcgmi":
-        result = dcgmi.run(node, args)
-    elif tool == "ibstat":
-        result = ibstat.run(node, args)
-        sysfs.write_tree(node, run_dir)
-    elif tool == "perfquery":
-        result = perfquery.run(node, args, run_dir, other)
-        sysfs.write_tree(node, run_dir)
-    elif tool == "ibnetdiscover":
-        result = ibnetdiscover.run(node, args, other)
-    elif tool == "dmesg":
-        result = dmesg.run(node, args)
-    elif tool in NCCL_TOOLS:
-        result = nccl_tests.run(node, tool, args, other, env)
-    elif tool in perftest.PROGRAMS:
-        # Server and client print as they go (the server's banner before it waits for its client).
-        result = Result(code=0)
-        result.live = lambda: perftest.run(node, tool, args, spec)
-    elif tool == "sdc-hook":
-        result = sdc_hook(node, spec)
-    elif tool == "storage-hook":
-        result = storage_hook(node, spec, run_dir)
-    else:
-        result = Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
+    result = _render(tool, args, node, spec, run_dir, other, env)
     if result.time_key:
         result.extra_delay = node.tool_delay.get(result.time_key, 0.0)
         result.release_file = node.tool_release.get(result.time_key)
     return result, spec
+
+
+def _render(tool, args, node, spec, run_dir, other, env):  # pylint: disable=too-many-arguments
+    """The Result of one tool on ``node``, its module imported only now (see NCCL_TOOLS)."""
+    # pylint: disable=import-outside-toplevel
+    if tool == "nvidia-smi":
+        from . import nvidia_smi
+        result = nvidia_smi.run(node, args)
+        result.time_key = result.time_key or "nvidia_smi"
+        return result
+    if tool == "dcgmi":
+        from . import dcgmi
+        return dcgmi.run(node, args)
+    if tool in ("ibstat", "perfquery"):
+        from . import sysfs
+        if tool == "ibstat":
+            from . import ibstat
+            result = ibstat.run(node, args)
+        else:
+            from . import perfquery
+            result = perfquery.run(node, args, run_dir, other)
+        sysfs.write_tree(node, run_dir)
+        return result
+    if tool == "ibnetdiscover":
+        from . import ibnetdiscover
+        return ibnetdiscover.run(node, args, other)
+    if tool == "dmesg":
+        from . import dmesg
+        return dmesg.run(node, args)
+    if tool in NCCL_TOOLS:
+        from . import nccl_tests
+        return nccl_tests.run(node, tool, args, other, env)
+    if tool in PERFTEST_TOOLS:
+        from . import perftest
+        # Server and client print as they go (the server's banner before it waits for its client).
+        result = Result(code=0)
+        result.live = lambda: perftest.run(node, tool, args, spec)
+        return result
+    if tool == "sdc-hook":
+        return sdc_hook(node, spec)
+    if tool == "storage-hook":
+        return storage_hook(node, spec, run_dir)
+    return Result("", "gpusim: unknown tool %r (tools: %s)\n" % (tool, ", ".join(TOOLS)), 2)
 
 
 def _slow_tool_wait(seconds, release_file):

@@ -10,7 +10,6 @@ inventory) and the fake tools both use it, so what one accepts the other runs.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -208,6 +207,8 @@ class Spec:  # pylint: disable=too-many-instance-attributes
 
     def digest(self):
         """Short hash of ``data``: a running cluster with the same digest has this configuration."""
+        import hashlib  # pylint: disable=import-outside-toplevel
+        # (not at the top: every fake tool call imports this module, few hash a spec)
         return hashlib.sha256(json.dumps(self.data, sort_keys=True).encode()).hexdigest()[:16]
 
     def node_index(self, node):
@@ -275,11 +276,49 @@ def _python():
     return sys.executable or "python"
 
 
-def load(path, fallback_json=None):
-    """Load and validate the spec at ``path``; when PyYAML is missing, ``fallback_json`` (a
-    spec.json written by clusterctl) is used instead if it exists."""
+# The parsed spec file as JSON in the run directory, keyed by the file's inode, modification time
+# and size: every fake tool call re-reads the spec (faults change on a running cluster), and parsing
+# YAML costs more than the rest of a call. An edit in place changes the time, an atomic rewrite the
+# inode; the key is checked on every call, so a changed spec is always parsed afresh.
+SPEC_CACHE = "spec-cache.json"
+
+
+def read_cached(path, cache_dir):
+    """read_spec_file(path), through ``cache_dir``/SPEC_CACHE when cache_dir is given."""
+    if not cache_dir:
+        return read_spec_file(path)
     try:
-        data = read_spec_file(path)
+        stat = os.stat(path)
+    except OSError:
+        return read_spec_file(path)  # its own words for a missing or unreadable file
+    key = [os.path.abspath(str(path)), stat.st_ino, stat.st_mtime_ns, stat.st_size]
+    cache = os.path.join(cache_dir, SPEC_CACHE)
+    try:
+        with open(cache, encoding="utf-8") as handle:
+            kept = json.load(handle)
+        if kept.get("key") == key:
+            return kept["data"]
+    except (OSError, ValueError, KeyError, AttributeError):
+        pass
+    data = read_spec_file(path)
+    try:
+        text = json.dumps({"key": key, "data": data})
+        os.makedirs(cache_dir, exist_ok=True)
+        part = "%s.%d.part" % (cache, os.getpid())
+        with open(part, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(part, cache)  # readers see the old cache or the new one, never half of one
+    except (OSError, TypeError, ValueError):
+        pass  # not cacheable (a value JSON cannot hold, a read-only run directory): parsed every time
+    return data
+
+
+def load(path, fallback_json=None, cache_dir=None):
+    """Load and validate the spec at ``path``; when PyYAML is missing, ``fallback_json`` (a
+    spec.json written by clusterctl) is used instead if it exists. cache_dir: where the parsed
+    file may be kept between calls (read_cached)."""
+    try:
+        data = read_cached(path, cache_dir)
     except SpecError as exc:
         if "PyYAML is missing" in str(exc) and fallback_json and os.path.exists(fallback_json):
             return validate(read_spec_file(fallback_json), fallback_json)

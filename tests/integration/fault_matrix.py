@@ -2,7 +2,8 @@
 
 RUN_A is judged by tests/integration/acceptance/test_faults.py and compared across transports
 (test_ssh_transport.py, test_srun_transport.py); its run over local connections is made once a
-session (the ``fault_matrix_local`` fixture in tests/conftest.py).
+session (the ``fault_matrix_local`` fixture in tests/conftest.py). Its inventory carries HOST_VARS
+on every transport.
 """
 
 # node -> (fault or None, {stage: component substring or None}) — what the per-node stages must find.
@@ -22,7 +23,9 @@ RUN_A = {
     "gpu011": ({"kind": "throttle", "gpu": 2, "reason": "thermal"}, {"gpu_health": "GPU2", "sdc": "GPU2"}),
     "gpu012": ({"kind": "throttle", "gpu": 5, "reason": "power"}, {"gpu_health": "GPU5", "sdc": "GPU5"}),
     "gpu013": ({"kind": "dcgm_fail", "gpu": 3, "test": "Targeted Stress"}, {"dcgm": None}),
-    "gpu014": ({"kind": "slow_node", "factor": 0.5}, {}),  # only multi-node tests can see it
+    # Its slow_node shows only in multi-node tests; its own inventory value (HOST_VARS) points its
+    # topology stage at a missing tool: a per-node override must reach that node and no other.
+    "gpu014": ({"kind": "slow_node", "factor": 0.5}, {"topology": "/nonexistent/bin/nvidia-smi"}),
     "gpu015": ({"kind": "ib_counters_rising", "nic": "mlx5_2", "counter": "symbol_error", "per_call": 5},
                {"infiniband": "mlx5_2"}),
     "gpu016": ({"kind": "driver_mismatch", "version": "535.183.01"}, {"preflight": "gpu016"}),
@@ -35,6 +38,10 @@ RUN_B = {
     "gpu004": ({"kind": "hang", "tool": "dcgmi"}, {"preflight": "dcgmi-version", "dcgm": "dcgmi-diag"}),
     "gpu005": (None, {"preflight": None}),  # unreachable
 }
+# Host variables of RUN_A's inventory (write_host_vars), on every transport.
+OVERRIDE_NODE = "gpu014"
+MISSING_TOOL = "/nonexistent/bin/nvidia-smi"
+HOST_VARS = {OVERRIDE_NODE: {"check_topology_nvidia_smi": MISSING_TOOL}}
 HANG_TIMEOUT = 5
 # The per-node stages: the fabric and workload stages have tests of their own.
 SKIP = "fabric,workload"
@@ -46,3 +53,13 @@ def faults(table):
 
 def expected(table):
     return set((node, stage) for node, (_fault, stages) in table.items() for stage in stages)
+
+
+def write_host_vars(inventory, host_vars=None):
+    """HOST_VARS (or host_vars) as host_vars/<node>.yml beside the inventory file."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    from pathlib import Path  # pylint: disable=import-outside-toplevel
+    folder = Path(inventory).parent / "host_vars"
+    folder.mkdir(exist_ok=True)
+    for node, values in (HOST_VARS if host_vars is None else host_vars).items():
+        (folder / ("%s.yml" % node)).write_text(yaml.safe_dump(values))

@@ -184,6 +184,26 @@ def run_dirs(artifacts):
     return sorted(p for p in Path(artifacts).iterdir() if p.is_dir()) if Path(artifacts).exists() else []
 
 
+def demo(work):
+    """tools/demo.sh (what `make demo` runs) with its cluster, inventory, log and artifacts under
+    work: (work, the run's artifact directory, the playbook's log, the playbook's exit status).
+    The demo must have stopped its cluster on the way out."""
+    import json  # pylint: disable=import-outside-toplevel
+    import re  # pylint: disable=import-outside-toplevel
+    env = ansible_env(work / "artifacts")
+    env.update(DEMO_RUN_DIR=str(work / "run"), DEMO_INVENTORY=str(work / "inventory"), DEMO_LOG=str(work / "demo.log"))
+    proc = subprocess.run([str(REPO / "tools" / "demo.sh")], cwd=str(REPO), env=env, capture_output=True, text=True,
+                          timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (run,) = run_dirs(work / "artifacts")
+    status = subprocess.run([str(VENV_BIN / "python"), str(REPO / "sim" / "clusterctl"), "status",
+                             "--run-dir", str(work / "run")], capture_output=True, text=True, check=False)
+    assert status.returncode == 1 and json.loads(status.stdout)["running"] is False, status.stdout
+    rc = re.search(r"\(playbook exit (\d+) after", proc.stdout)
+    assert rc, proc.stdout[-3000:]
+    return work, run, (work / "demo.log").read_text(), int(rc.group(1))
+
+
 def ssh_nodes(sim):
     """The nodes' sshd of a SimRun started with ``transport: ssh`` (sim/sshnodes.py)."""
     import sshnodes  # noqa: E402  (sim/ is on sys.path, above)

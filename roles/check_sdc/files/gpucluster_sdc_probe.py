@@ -294,13 +294,25 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def deterministic(torch):
+    """Deterministic eager kernels (torch.use_deterministic_algorithms's flag, which the header reads
+    back). The public call also configures the graph compiler, importing it (about a second of CPU,
+    as much again as importing torch); the probe runs eager operations only, so where this torch
+    has the eager setter alone, that is what is set."""
+    setter = getattr(getattr(torch, "_C", None), "_set_deterministic_algorithms", None)
+    if setter is None:
+        torch.use_deterministic_algorithms(True)
+        return
+    setter(True)
+
+
 def setup(args, torch, header):
     """Devices and GPU list; deterministic settings, recorded in the header."""
     cuda = torch.cuda.is_available()
     if args.device == "cuda" and not cuda:
         return None, "--device cuda but PyTorch sees no CUDA device"
     use_cuda = cuda and args.device != "cpu"
-    torch.use_deterministic_algorithms(True)
+    deterministic(torch)
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     # Half-precision GEMMs accumulate in fp32 throughout (no reduced-precision split-K sums).

@@ -6,14 +6,12 @@ cluster running (nothing can launch: a live srun would fail) must give the same 
 (node, stage) pairs, the same pinned nodes and uplinks, the same summary counts and the same
 final message.
 """
-import json
 import os
 import re
-import subprocess
 
 import pytest
 
-from harness import REPO, ansible_env, playbook, run_dirs, validated_results
+from harness import playbook, validated_results
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report_view
 
 pytestmark = pytest.mark.integration
@@ -29,19 +27,10 @@ def _summary(output):
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    work = tmp_path_factory.mktemp("demo")
-    env = ansible_env(work / "artifacts")
-    env.update(DEMO_RUN_DIR=str(work / "run"), DEMO_INVENTORY=str(work / "inventory"), DEMO_LOG=str(work / "demo.log"))
-    proc = subprocess.run([str(REPO / "tools" / "demo.sh")], cwd=str(REPO), env=env, capture_output=True, text=True,
-                          timeout=900, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (run,) = run_dirs(work / "artifacts")
-    # demo.sh stopped its cluster on the way out
-    status = subprocess.run([str(REPO / ".venv" / "bin" / "python"), str(REPO / "sim" / "clusterctl"), "status",
-                             "--run-dir", str(work / "run")], capture_output=True, text=True, check=False)
-    assert status.returncode == 1 and json.loads(status.stdout)["running"] is False, status.stdout
-    return work, run, (work / "demo.log").read_text()
+def demo(demo_run):
+    """The session's demo run (tests/conftest.py: tools/demo.sh once, its cluster stopped after)."""
+    work, run, log, _rc = demo_run
+    return work, run, log
 
 
 def _failed_pairs(results):

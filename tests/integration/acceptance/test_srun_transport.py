@@ -1,9 +1,10 @@
 """acceptance.yml with ``acceptance_transport: srun``: one Slurm step per stage on real Slurm.
 
-RUN_A of test_faults.py (and one node whose own inventory points topology at a missing tool) on
-one simulated cluster, once over Ansible's connections and once over srun: the same faults with
-the same messages, the same verdict, from one task per stage instead of one per node; a replay of
-the srun run's artifacts judges the same. A 4-node cluster then shows what only srun has: a node
+RUN_A of the fault matrix (tests/integration/fault_matrix.py: one fault a node, and one node whose
+own inventory points topology at a missing tool) over srun, compared with the session's run of it
+over Ansible's local connections (tests/conftest.py fault_matrix_local): the same faults with the
+same messages, the same verdict, from one task per stage instead of one per node; a replay of the
+srun run's artifacts judges the same. A 4-node cluster then shows what only srun has: a node
 Slurm cannot reach is a transport error of that node (and, as Ansible drops an unreachable host,
 not tried again), a hung tool is killed at its timeout inside the step, and nothing of the steps
 is left behind.
@@ -14,38 +15,31 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness import SimRun, playbook, poll, spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import RUN_A, SKIP, expected, faults  # noqa: E402  pylint: disable=wrong-import-position
+from test_faults import RUN_A, SKIP, expected, faults, write_host_vars  # noqa: E402  pylint: disable=wrong-import-position
+from fault_matrix import HANG_TIMEOUT, MISSING_TOOL, OVERRIDE_NODE  # noqa: E402  pylint: disable=wrong-import-position
 from test_ssh_transport import _key  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 
 SRUN = ("-e", "acceptance_transport=srun")
-# gpu014's fault shows only in multi-node tests: its own inventory value makes its topology fail.
-OVERRIDE_NODE = "gpu014"
-MISSING_TOOL = "/nonexistent/bin/nvidia-smi"
-HANG_TIMEOUT = 5
 
 
 @pytest.fixture(scope="module")
-def both(tmp_path_factory):
+def both(fault_matrix_local, tmp_path_factory):
+    """(the session's local run of RUN_A, its srun run on a cluster of its own, that cluster)."""
     work = tmp_path_factory.mktemp("fsr")
     with SimRun(spec("fsr", faults(RUN_A)), work) as sim:
-        host_vars = Path(sim.inventory).parent / "host_vars"
-        host_vars.mkdir(exist_ok=True)
-        (host_vars / ("%s.yml" % OVERRIDE_NODE)).write_text(yaml.safe_dump(
-            {"check_topology_nvidia_smi": MISSING_TOOL}))
-        ssh = playbook(sim.inventory, work / "art-ssh", "--skip-tags", SKIP)
+        write_host_vars(sim.inventory)
         srun = playbook(sim.inventory, work / "art-srun", "--skip-tags", SKIP, *SRUN)
-        yield ssh, srun, sim
+        yield fault_matrix_local, srun, sim
 
 
 def _expected():
-    return expected(RUN_A) | {(OVERRIDE_NODE, "topology")}
+    return expected(RUN_A)
 
 
 def test_srun_finds_the_same_faults_with_the_same_messages_as_ssh(both):

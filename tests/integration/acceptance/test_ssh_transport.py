@@ -18,7 +18,7 @@ from harness import (SimRun, playbook_started, run_dirs, spec, ssh_nodes, valida
                      without_node_python)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import RUN_A, SKIP, expected, faults  # noqa: E402  pylint: disable=wrong-import-position
+from test_faults import RUN_A, SKIP, expected, faults, write_host_vars  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +47,7 @@ def run_a_ssh(tmp_path_factory):
     with SimRun(spec("fas", faults(RUN_A), transport="ssh"), tmp_path_factory.mktemp("fas")) as sim:
         # No Python for the per-node stages: a module task on a node would fail.
         without_node_python(sim.inventory)
+        write_host_vars(sim.inventory)
         run = sim.acceptance("--skip-tags", SKIP)
         run.nodes = ssh_nodes(sim)
         run.left = {n: run.nodes.node_processes(n, sessions=False) for n in sorted(RUN_A)}

@@ -1,8 +1,9 @@
 """The report of a real acceptance run as a person sees it: headless Chromium, every host name unresolvable.
 
-Once for the module: a real ansible-playbook acceptance run (every stage) of a simulated 16-node
-cluster on real Slurm with one slow node (slow_node 0.5: only the multi-node tests can see it), as
-in sim/clusters/demo.yml. Its callback writes results.json, report.html and metrics.prom. Then:
+The session's demo run (tests/conftest.py demo_run: tools/demo.sh, what `make demo` runs, once):
+a real ansible-playbook acceptance run (every stage) of the simulated 16-node demo cluster on real
+Slurm, whose faults include one slow node (slow_node 0.5 on gpu012: only the multi-node tests can
+see it), sim/clusters/demo.yml. Its callback writes results.json, report.html and metrics.prom. Then:
 the page and metrics are the renderings of that results.json; Chromium's DOM holds the pairwise
 heatmap with the pinned node outlined, the step-time chart, the localisation rounds with
 every group of results.json and the RDMA stage's rails; the screenshot shows each tested pair's colour where its cell is and
@@ -24,12 +25,11 @@ import pytest
 
 import report_png
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _html_report, _prometheus
-from harness import SimRun, spec, validated_results
+from harness import validated_results
 
 pytestmark = pytest.mark.integration
 
-SLOW = "gpu012"
-FAULTS = [{"kind": "slow_node", "node": SLOW, "factor": 0.5}]
+SLOW = "gpu012"  # sim/clusters/demo.yml's slow node
 WINDOW = (1400, 3200)
 VERDICT_RED = (207, 34, 46)  # #cf222e
 OUTLINE = (31, 35, 40)  # #1f2328
@@ -43,14 +43,12 @@ class Run(object):
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(request):
     given = os.environ.get("GPUCLUSTER_REPORT_RUN_DIR")
     if given:
         return Run(given, validated_results(Path(given) / "results.json"))
-    with SimRun(spec("rptchrome", faults=FAULTS), tmp_path_factory.mktemp("report-run")) as sim:
-        done = sim.acceptance(timeout=1200)
-    assert done.results is not None, done.output[-3000:]
-    return Run(done.dir, done.results, done.output, done.rc)
+    _work, directory, log, rc = request.getfixturevalue("demo_run")
+    return Run(directory, validated_results(directory / "results.json"), log, rc)
 
 
 @pytest.fixture(scope="module")

@@ -61,3 +61,18 @@ def test_unknown_precision_is_an_error_record():
                           capture_output=True, text=True, timeout=300, env=environment, check=False)
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert proc.returncode == 2 and records[-1]["record"] == "error" and "int3" in records[-1]["message"]
+
+
+def test_deterministic_kernels_without_importing_the_graph_compiler():
+    # torch.use_deterministic_algorithms also imports torch._inductor (a second torch import's worth
+    # of CPU on every node): the probe sets the eager flag alone, and the flag is the same one.
+    code = ("import importlib.util, sys, torch\n"
+            "spec = importlib.util.spec_from_file_location('probe', sys.argv[1])\n"
+            "probe = importlib.util.module_from_spec(spec); spec.loader.exec_module(probe)\n"
+            "assert not torch.are_deterministic_algorithms_enabled()\n"
+            "probe.deterministic(torch)\n"
+            "print(torch.are_deterministic_algorithms_enabled(), 'torch._inductor' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(PROBE)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False"]

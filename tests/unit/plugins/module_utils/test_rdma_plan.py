@@ -86,6 +86,49 @@ TEST = plan.plan_tests(1, {3: [["gpu001", "gpu002"]]}, INFO, OPTS)[0]
 WAITING = "\n************************************\n* Waiting for client to connect... *\n************************************\n"
 
 
+def test_a_server_no_client_can_reach_ends_when_every_client_has_given_up(tmp_path):
+    # gpu002's mlx5_3 is down: its client is refused at once and never connects. Its server on gpu001
+    # is ended once the start-up window and the launch skew have passed (not at its own timeout), and
+    # says so; the other rail's test runs as usual. The judge names the NIC, not a hang.
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"name": "drv", "profile": "hgx_h100_sxm", "nodes": {"prefix": "gpu", "count": 4}, '
+                    '"faults": [{"kind": "nic_down", "node": "gpu002", "nic": "mlx5_3"}]}')
+    env = dict(os.environ, GPUCLUSTER_SIM_SPEC=str(spec), GPUCLUSTER_SIM_PYTHON=sys.executable,
+               PATH="%s:%s" % (REPO / "sim" / "bin", os.environ["PATH"]))
+    opts = dict(OPTS, timeout=3600, startup=1, base_port=20000 + (os.getpid() + 7) % 20000)
+    tests = plan.plan_tests(1, {3: [["gpu001", "gpu002"]], 5: [["gpu001", "gpu002"]]}, INFO, opts)
+    words = plan.driver_args(tests, opts)
+    assert words[1:9] == ["gpu001", "server", tests[0]["key"], "3600", "1", str(1 + plan.LAUNCH_SKEW),
+                          str(tests[0]["port"]), str(len(tests[0]["argv"]["server"]))]
+    procs = [subprocess.Popen(["bash", "-c", plan.DRIVER, "gpucluster-perftest"] + words, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, env=dict(env, SLURMD_NODENAME=node))
+             for node in ("gpu002", "gpu001")]
+    sections = {}
+    for proc in procs:
+        out = proc.communicate(timeout=600)[0]  # a server left to its own timeout would take an hour
+        assert proc.returncode == 0, out
+        sections.update(plan.split_sections(out)[0])
+    down, other = tests
+    server = sections[(down["key"], "server")]
+    assert server["rc"] == 124
+    assert server["output"].endswith("gpucluster-perftest: no client connected to port %d within %ds: server ended\n"
+                                     % (down["port"], 1 + plan.LAUNCH_SKEW))
+    judged = plan.judge_test(down, server, sections[(down["key"], "client")], opts)
+    assert (judged["outcome"], judged["component"]) == ("nic", "gpu002 mlx5_3")
+    assert plan.judge_test(other, sections[(other["key"], "server")], sections[(other["key"], "client")],
+                           opts)["outcome"] == "ok"
+    # with rdma_cm there is no TCP connection to look for: the server is left to its own timeout
+    assert plan.driver_args(tests, dict(opts, rdma_cm=True))[6] == "0"
+
+
+def test_a_client_that_failed_before_connecting_is_not_a_hang():
+    ended = WAITING + "gpucluster-perftest: no client connected to port 18515 within 40s: server ended\n"
+    judged = plan.judge_test(TEST, {"output": ended, "rc": 124}, {"output": "Segmentation fault\n", "rc": 139}, OPTS)
+    assert judged["outcome"] == "invalid"
+    hung = plan.judge_test(TEST, {"output": WAITING, "rc": 124}, {"output": "Segmentation fault\n", "rc": 139}, OPTS)
+    assert hung["outcome"] == "timeout"
+
+
 def test_outcomes_name_what_failed_and_only_hardware_is_a_finding():
     good = (FIXTURES / "nvidia_gpu_operator_write_bw_a_gbits_roce.txt").read_text()
     ok = plan.judge_test(TEST, {"output": WAITING + good, "rc": 0}, {"output": good, "rc": 0}, OPTS)
