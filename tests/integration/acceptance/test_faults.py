@@ -5,7 +5,7 @@ ansible-playbook run of acceptance.yml: per-fault tests then read that run's res
 """
 import pytest
 
-from fault_matrix import HANG_TIMEOUT, RUN_A, RUN_B, SKIP, expected, faults, write_host_vars  # noqa: F401  (re-exported)
+from fault_matrix import HANG_TIMEOUT, RUN_A, RUN_B, SKIP, expected, faults  # noqa: F401  (re-exported)
 from harness import SimRun, spec
 
 pytestmark = pytest.mark.integration

@@ -19,8 +19,8 @@ import pytest
 from harness import SimRun, playbook, poll, spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import RUN_A, SKIP, expected, faults, write_host_vars  # noqa: E402  pylint: disable=wrong-import-position
-from fault_matrix import HANG_TIMEOUT, MISSING_TOOL, OVERRIDE_NODE  # noqa: E402  pylint: disable=wrong-import-position
+from test_faults import RUN_A, SKIP, expected, faults  # noqa: E402  pylint: disable=wrong-import-position
+from fault_matrix import HANG_TIMEOUT, MISSING_TOOL, OVERRIDE_NODE, write_host_vars  # noqa: E402  pylint: disable=wrong-import-position
 from test_ssh_transport import _key  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration

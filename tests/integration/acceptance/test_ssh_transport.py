@@ -18,7 +18,8 @@ from harness import (SimRun, playbook_started, run_dirs, spec, ssh_nodes, valida
                      without_node_python)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_faults import RUN_A, SKIP, expected, faults, write_host_vars  # noqa: E402  pylint: disable=wrong-import-position
+from test_faults import RUN_A, SKIP, expected, faults  # noqa: E402  pylint: disable=wrong-import-position
+from fault_matrix import write_host_vars  # noqa: E402  pylint: disable=wrong-import-position
 
 pytestmark = pytest.mark.integration
 

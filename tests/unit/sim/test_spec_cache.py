@@ -72,9 +72,9 @@ def test_a_missing_spec_still_names_the_file(tmp_path):
 def test_the_tools_print_the_same_with_and_without_the_cache(tmp_path):
     path = _write(tmp_path / "spec.yml", SPEC.replace("faults: []", "faults: [{kind: xid, node: gpu002, gpu: 1, xid: 79}]"))
     env = {"GPUCLUSTER_SIM_SPEC": str(path), "GPUCLUSTER_SIM_NODE": "gpu002"}
-    plain, _ = cli.run_tool("dmesg", [], env)
+    plain = cli.run_tool("dmesg", [], env)[0]
     cached = dict(env, GPUCLUSTER_SIM_RUN=str(tmp_path / "run"))
-    first, _ = cli.run_tool("dmesg", [], cached)
+    first = cli.run_tool("dmesg", [], cached)[0]
     assert (tmp_path / "run" / "gpusim" / spec.SPEC_CACHE).exists()
-    second, _ = cli.run_tool("dmesg", [], cached)
+    second = cli.run_tool("dmesg", [], cached)[0]
     assert "Xid" in plain.out and (plain.out, plain.code) == (first.out, first.code) == (second.out, second.code)
