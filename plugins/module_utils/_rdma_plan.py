@@ -11,9 +11,9 @@ NIC k to NIC k. A round runs every test of every rail at once as one Slurm step 
 nodes: each node's task (DRIVER) starts its servers, then its clients, each under ``timeout``; a
 client that finds no server yet (perftest's ``Couldn't connect to``) tries again until the start-up
 window closes, so no one waits on a clock; a server that no client reached by the time every client
-has given up (the start-up window plus LAUNCH_SKEW; no TCP connection on its port, ``ss``) is ended
-then rather than at its own timeout (a client whose NIC refused the test would otherwise hold the
-round for the whole timeout), so no stray server is left behind. Every test of a round has its own TCP port (base +
+has given up (server_wait: no TCP connection on its port, ``ss``) is ended then rather than at its
+own timeout (a client whose NIC refused the test would otherwise hold the round for the whole
+timeout), so no stray server is left behind. Every test of a round has its own TCP port (base +
 its index), so servers on one node never collide.
 
 Outcomes of one test (judge_test): ok (a bandwidth), timeout (connected, then hung: a finding),
@@ -41,9 +41,22 @@ _WAITING = re.compile(r"Waiting for client to connect")
 _UNREACHED = re.compile(r"^gpucluster-perftest: no client connected", re.M)  # DRIVER's line
 _NATURAL = re.compile(r"(\d+)")
 
-# Seconds a server's wait for its client's connection outlasts the start-up window: the tasks of one
-# Slurm step start on their nodes within this of each other, so every client has made its last try.
+# Seconds a server waits for its client beyond twice the start-up window (server_wait).
 LAUNCH_SKEW = 10
+
+
+def server_wait(opts):
+    """Seconds after which a server no client has reached is ended (0: never, left to its timeout).
+
+    A client tries for the start-up window from when its own task started; the tasks of one Slurm
+    step start on their nodes at slightly different times (seconds apart on a loaded or large
+    allocation), so the server waits the window twice over plus LAUNCH_SKEW: a client that started
+    up to a window plus LAUNCH_SKEW after its server has made its last try by then. With rdma_cm the
+    connection goes through the RDMA connection manager, not a TCP socket ss could see: never."""
+    if opts.get("rdma_cm"):
+        return 0
+    return 2 * int(opts.get("startup") or 30) + LAUNCH_SKEW
+
 
 # The node-side driver, run by bash in every task of the round's step: arguments are groups
 #   NODE ROLE KEY TIMEOUT STARTUP WAIT PORT COUNT ARGV...
@@ -184,8 +197,7 @@ def driver_args(tests, opts):
     # "@node@" in it becomes the node's name)
     words = [opts.get("counters_root") or ""]
     limit, startup = int(opts.get("timeout") or 120), int(opts.get("startup") or 30)
-    # rdma_cm connects through the RDMA connection manager, not a TCP socket ss could see: no early end
-    wait = 0 if opts.get("rdma_cm") else startup + LAUNCH_SKEW
+    wait = server_wait(opts)
     for test in tests:
         for role in ("server", "client"):
             argv = test["argv"][role]

@@ -88,21 +88,25 @@ WAITING = "\n************************************\n* Waiting for client to conne
 
 def test_a_server_no_client_can_reach_ends_when_every_client_has_given_up(tmp_path):
     # gpu002's mlx5_3 is down: its client is refused at once and never connects. Its server on gpu001
-    # is ended once the start-up window and the launch skew have passed (not at its own timeout), and
-    # says so; the other rail's test runs as usual. The judge names the NIC, not a hang.
+    # is ended once every client has given up (server_wait, not its own timeout), and says so. The
+    # other rail's test is still connected at that moment (perftest takes longer than server_wait
+    # here) and is left to finish. The judge names the NIC, not a hang.
+    opts = dict(OPTS, timeout=3600, startup=3, base_port=20000 + (os.getpid() + 7) % 20000)
+    wait = plan.server_wait(opts)
+    assert wait == 2 * 3 + plan.LAUNCH_SKEW
     spec = tmp_path / "spec.json"
     spec.write_text('{"name": "drv", "profile": "hgx_h100_sxm", "nodes": {"prefix": "gpu", "count": 4}, '
-                    '"faults": [{"kind": "nic_down", "node": "gpu002", "nic": "mlx5_3"}]}')
+                    '"tool_times": {"perftest": %d}, '
+                    '"faults": [{"kind": "nic_down", "node": "gpu002", "nic": "mlx5_3"}]}' % (wait + 2))
     env = dict(os.environ, GPUCLUSTER_SIM_SPEC=str(spec), GPUCLUSTER_SIM_PYTHON=sys.executable,
                PATH="%s:%s" % (REPO / "sim" / "bin", os.environ["PATH"]))
-    opts = dict(OPTS, timeout=3600, startup=1, base_port=20000 + (os.getpid() + 7) % 20000)
     tests = plan.plan_tests(1, {3: [["gpu001", "gpu002"]], 5: [["gpu001", "gpu002"]]}, INFO, opts)
     words = plan.driver_args(tests, opts)
-    assert words[1:9] == ["gpu001", "server", tests[0]["key"], "3600", "1", str(1 + plan.LAUNCH_SKEW),
-                          str(tests[0]["port"]), str(len(tests[0]["argv"]["server"]))]
+    assert words[1:9] == ["gpu001", "server", tests[0]["key"], "3600", "3", str(wait), str(tests[0]["port"]),
+                          str(len(tests[0]["argv"]["server"]))]
     procs = [subprocess.Popen(["bash", "-c", plan.DRIVER, "gpucluster-perftest"] + words, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=dict(env, SLURMD_NODENAME=node))
-             for node in ("gpu002", "gpu001")]
+             for node in ("gpu001", "gpu002")]  # servers first: the clients' 3 s window is not a race
     sections = {}
     for proc in procs:
         out = proc.communicate(timeout=600)[0]  # a server left to its own timeout would take an hour
@@ -112,12 +116,14 @@ def test_a_server_no_client_can_reach_ends_when_every_client_has_given_up(tmp_pa
     server = sections[(down["key"], "server")]
     assert server["rc"] == 124
     assert server["output"].endswith("gpucluster-perftest: no client connected to port %d within %ds: server ended\n"
-                                     % (down["port"], 1 + plan.LAUNCH_SKEW))
+                                     % (down["port"], wait))
     judged = plan.judge_test(down, server, sections[(down["key"], "client")], opts)
     assert (judged["outcome"], judged["component"]) == ("nic", "gpu002 mlx5_3")
+    assert sections[(other["key"], "server")]["rc"] == 0
     assert plan.judge_test(other, sections[(other["key"], "server")], sections[(other["key"], "client")],
                            opts)["outcome"] == "ok"
     # with rdma_cm there is no TCP connection to look for: the server is left to its own timeout
+    assert plan.server_wait(dict(opts, rdma_cm=True)) == 0
     assert plan.driver_args(tests, dict(opts, rdma_cm=True))[6] == "0"
 
 
