@@ -29,7 +29,11 @@ SLURM_SBIN = Path("/usr/sbin")
 
 # Ports: one block per cluster (slurmctld, then one per node), below Linux's ephemeral range;
 # blocks are whole multiples of PORT_SLOT so that clusters of one size reuse the same blocks.
-PORT_LOW, PORT_HIGH = 17000, 32000
+# Above the rdma stage's perftest ports: every simulated node is this host, and a fake perftest
+# server on check_rdma_base_port (18515) + i finds a slurmd there taken (test i of a round; a
+# 1,024-node round on 8 rails is 4,096 tests, up to 22610), and its client reaches the slurmd.
+PERFTEST_PORTS = (18515, 18515 + 4096)
+PORT_LOW, PORT_HIGH = 24000, 32000
 PORT_SLOT = 64
 
 REAL_MEMORY_MB = 1000

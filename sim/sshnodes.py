@@ -49,7 +49,7 @@ SUDOERS_D = Path("/etc/sudoers.d")
 PRIVSEP_DIR = Path("/run/sshd")  # sshd refuses to start without its privilege-separation directory
 HOME_ROOT = Path("/home")
 # One port on every node address, as port 22 on a real cluster. Not 22 (a system sshd listening
-# on 0.0.0.0:22 would block every address) and outside Slurm's block (17000-31999) and the
+# on 0.0.0.0:22 would block every address) and outside Slurm's block (24000-31999) and the
 # ephemeral range.
 PORT = 16022
 # Node addresses: one 512-address block of 127.1.0.0-127.254.255.255 per run directory (a node

@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "sim"))
+
+REPO = Path(__file__).resolve().parents[3]
 
 import sim_config  # noqa: E402  pylint: disable=wrong-import-position,import-error
 import simcluster  # noqa: E402  pylint: disable=wrong-import-position,import-error
@@ -73,6 +76,12 @@ def test_1024_node_slurm_conf_topology_and_inventory(tmp_path):
     sim_config.check_socket_paths(spec, run)
     base = sim_config.pick_ports(spec, run)
     assert sim_config.PORT_LOW <= base and base + 1025 <= sim_config.PORT_HIGH
+    # never the rdma stage's perftest ports (its default base, one port per test of a round)
+    defaults = yaml.safe_load((REPO / "roles" / "check_rdma" / "defaults" / "main.yml").read_text())
+    assert sim_config.PERFTEST_PORTS[0] == defaults["check_rdma_base_port"]
+    assert sim_config.PERFTEST_PORTS[1] <= sim_config.PORT_LOW
+    for run_dir in ("/tmp/a", "/tmp/gcat/pool0/c1/run", str(run)):
+        assert sim_config.pick_ports(spec, run_dir) >= sim_config.PERFTEST_PORTS[1]
     conf = sim_config.write_slurm_conf(spec, run, base, {"SLURM_CONF": str(run / "etc" / "slurm.conf")})
     lines = conf.read_text().splitlines()
     node_line = [line for line in lines if line.startswith("NodeName=")]
