@@ -204,14 +204,14 @@ def _render(tool, args, node, spec, run_dir, other, env):  # pylint: disable=too
     if tool == "dcgmi":
         from . import dcgmi
         return dcgmi.run(node, args)
-    if tool in ("ibstat", "perfquery"):
-        from . import sysfs
-        if tool == "ibstat":
-            from . import ibstat
-            result = ibstat.run(node, args)
-        else:
-            from . import perfquery
-            result = perfquery.run(node, args, run_dir, other)
+    if tool == "ibstat":
+        from . import ibstat, sysfs
+        result = ibstat.run(node, args)
+        sysfs.write_tree(node, run_dir)
+        return result
+    if tool == "perfquery":
+        from . import perfquery, sysfs
+        result = perfquery.run(node, args, run_dir, other)
         sysfs.write_tree(node, run_dir)
         return result
     if tool == "ibnetdiscover":

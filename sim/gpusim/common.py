@@ -1,7 +1,19 @@
 # Copyright: (c) 2025, gpucluster.acceptance contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a fake tool run produces: stdout, stderr, exit status and which tool_times key to wait."""
+"""What a fake tool run produces (stdout, stderr, exit status, which tool_times key to wait), and
+the one atomic write of the fake tools' files."""
 from __future__ import annotations
+
+import os
+
+
+def write_atomic(path, text, encoding="utf-8"):
+    """Write ``text`` to ``path`` through a temporary file of this process and a rename: tools
+    reading it concurrently see the old content or the new, never half of it."""
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w", encoding=encoding) as handle:
+        handle.write(text)
+    os.replace(tmp, path)
 
 
 class Result:

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from . import hardware
+from .common import write_atomic
 
 REQUIRED_KEYS = ("name", "profile", "nodes")
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
@@ -304,10 +305,7 @@ def read_cached(path, cache_dir):
     try:
         text = json.dumps({"key": key, "data": data})
         os.makedirs(cache_dir, exist_ok=True)
-        part = "%s.%d.part" % (cache, os.getpid())
-        with open(part, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(part, cache)  # readers see the old cache or the new one, never half of one
+        write_atomic(cache, text)
     except (OSError, TypeError, ValueError):
         pass  # not cacheable (a value JSON cannot hold, a read-only run directory): parsed every time
     return data

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from . import model
+from .common import write_atomic
 from .perfquery import counters
 from .runstate import RunState
 
@@ -58,11 +59,7 @@ def write_tree(node, run_dir):
         os.makedirs(folder, exist_ok=True)
         _write_link(run_dir, node, nic)
         for field, name in SYSFS_NAMES.items():
-            path = os.path.join(folder, name)
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="ascii") as handle:
-                handle.write("%d\n" % values.get(field, 0))
-            os.replace(tmp, path)
+            write_atomic(os.path.join(folder, name), "%d\n" % values.get(field, 0), encoding="ascii")
 
 
 def _write_link(run_dir, node, nic):
@@ -75,8 +72,4 @@ def _write_link(run_dir, node, nic):
               "current_link_width": str(nic.pcie_width),
               "max_link_speed": "%s GT/s PCIe" % model.PCIE_GTS[top], "max_link_width": "16"}
     for name, value in values.items():
-        path = os.path.join(folder, name)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="ascii") as handle:
-            handle.write(value + "\n")
-        os.replace(tmp, path)
+        write_atomic(os.path.join(folder, name), value + "\n", encoding="ascii")

@@ -1,5 +1,7 @@
 """Run real ansible-playbook against a simulated cluster on real Slurm, and read what it wrote."""
+import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -188,8 +190,6 @@ def demo(work):
     """tools/demo.sh (what `make demo` runs) with its cluster, inventory, log and artifacts under
     work: (work, the run's artifact directory, the playbook's log, the playbook's exit status).
     The demo must have stopped its cluster on the way out."""
-    import json  # pylint: disable=import-outside-toplevel
-    import re  # pylint: disable=import-outside-toplevel
     env = ansible_env(work / "artifacts")
     env.update(DEMO_RUN_DIR=str(work / "run"), DEMO_INVENTORY=str(work / "inventory"), DEMO_LOG=str(work / "demo.log"))
     proc = subprocess.run([str(REPO / "tools" / "demo.sh")], cwd=str(REPO), env=env, capture_output=True, text=True,
