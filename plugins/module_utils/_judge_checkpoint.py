@@ -33,6 +33,7 @@ import os
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_probe import (
     PATH_KINDS, parse_checkpoint_probe)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fio import side_of
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import no_header_message
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, profile_get, warning_result)
 
@@ -247,8 +248,7 @@ def judge_checkpoint(parsed, profile=None, options=None):
                                      % (TOOL, len(parsed["other"]), "; ".join(parsed["other"][:2]))))
     header = parsed["header"]
     if header is None:
-        checks.append(check_result("checkpoint.parse", ERROR, "%s printed no header: nothing measured" % TOOL,
-                                   None, "probe"))
+        checks.append(check_result("checkpoint.parse", ERROR, no_header_message(TOOL, parsed), None, "probe"))
         return checks, {}
     for warning in header.get("warnings") or []:
         checks.append(check_result("checkpoint.setup", ERROR, "%s: %s" % (TOOL, warning), None, "probe")

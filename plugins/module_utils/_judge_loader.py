@@ -19,7 +19,7 @@ The slowest nodes against their peers and the all-at-once / alone ratio are clus
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import probe_records
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import no_header_message, probe_records
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, warning_result)
 
@@ -65,9 +65,9 @@ def judge_loader(parsed, options=None):
         checks.append(check_result("loader.parse", ERROR, "%s reported: %s" % (TOOL, message), None, "probe", tool=TOOL))
     header, done = parsed["header"], parsed["done"]
     if header is None or done is None:
-        checks.append(check_result("loader.parse", ERROR, "%s %s" % (
-            TOOL, "printed no header" if header is None else "did not finish (no 'done' record): nothing measured"),
-            None, "probe", tool=TOOL))
+        checks.append(check_result("loader.parse", ERROR, no_header_message(TOOL, parsed) if header is None else
+                                   "%s did not finish (no 'done' record): nothing measured" % TOOL,
+                                   None, "probe", tool=TOOL))
         return checks, {}
     for warning in header.get("warnings") or []:
         checks.append(check_result("loader.setup", ERROR, "%s: %s" % (TOOL, warning), None, "probe", tool=TOOL)

@@ -31,6 +31,7 @@ import math
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, join_names, profile_get,
     warning_result)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import no_header_message
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._sdc_probe import dominant, parse_sdc_probe
 
 TOOL = "sdc-probe"
@@ -341,9 +342,8 @@ def judge_sdc(parsed, profile=None, options=None):
         checks.append(check_result("sdc.parse", ERROR, "%s reported: %s" % (TOOL, message), None, "probe", tool=TOOL))
     header = parsed["header"]
     if header is None:
-        if not checks:
-            checks.append(check_result("sdc.parse", ERROR, "%s printed no header record: nothing was tested" % TOOL,
-                                       None, "probe", tool=TOOL))
+        # Whatever else it printed (a traceback is "no probe record", a warning): nothing was tested.
+        checks.append(check_result("sdc.parse", ERROR, no_header_message(TOOL, parsed), None, "probe", tool=TOOL))
         return checks, {}
     if parsed["done"] is None:
         checks.append(check_result("sdc.parse", ERROR, "%s did not finish (no 'done' record: killed, timed out or "
@@ -351,8 +351,9 @@ def judge_sdc(parsed, profile=None, options=None):
     simulated = bool(header.get("simulated"))
     checks.extend(_setup_checks(header, profile, simulated))
     if not parsed["results"]:
-        checks.append(check_result("sdc.coverage", FAIL if parsed["done"] else ERROR,
-                                   "%s reported no results" % TOOL, None, "probe", tool=TOOL))
+        # No result is nothing tested, not a GPU that failed a test.
+        checks.append(check_result("sdc.coverage", ERROR, "%s reported no results: nothing was tested" % TOOL,
+                                   None, "probe", tool=TOOL))
         return checks, {}
     checks.append(_coverage(parsed, profile, options))
     consistency, suspects = _consistency(parsed, simulated)

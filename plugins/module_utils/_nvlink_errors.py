@@ -103,18 +103,50 @@ def judge_nvlink_errors(before, after, profile, during="the stage"):
                                         {"errors": parsed["errors"][:10]}, component="nvidia-smi nvlink",
                                         tool=TOOL_AFTER))
     for index in sorted(set(before["gpus"]) | set(after["gpus"])):
-        results.append(_judge_gpu(index, before["gpus"].get(index), after["gpus"].get(index), after, limits, during))
+        results.extend(_judge_gpu(index, before["gpus"].get(index), after["gpus"].get(index), after, limits, during))
     return results
 
 
+def vanished(first, last):
+    """What one snapshot read and the other did not: ['link 3 (every counter) after', 'link 4
+    replay_errors N/A before', ...]. Both snapshots of a link must show the same readable counters:
+    a link that went away or a counter that became unreadable during the stage is not 'no rise'."""
+    lost = []
+    for link in sorted(set(first["links"]) | set(last["links"])):
+        if (link in first["links"]) != (link in last["links"]):
+            lost.append("link %d missing %s" % (link, "before" if link not in first["links"] else "after"))
+            continue
+        old, new = first["links"][link], last["links"][link]
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key), new.get(key)
+            if (a is None) != (b is None):
+                side, where = (new, "after") if b is None else (old, "before")
+                lost.append("link %d %s %s %s" % (link, key, "N/A" if key in side else "missing", where))
+    return lost
+
+
 def _judge_gpu(index, first, last, after, limits, during):
+    """[nvlink.errors] for one GPU: its counters' rises, and an error for what one snapshot lost."""
     component = "GPU%d NVLink" % index
     if first is None or last is None:
-        return check_result("nvlink.errors", ERROR, "GPU%d is missing from the %s snapshot" % (
-            index, "before" if first is None else "after"), {}, component=component, tool=TOOL_AFTER)
+        return [check_result("nvlink.errors", ERROR, "GPU%d is missing from the %s snapshot" % (
+            index, "before" if first is None else "after"), {}, component=component, tool=TOOL_AFTER)]
     if not first["links"] and not last["links"]:
-        return check_result("nvlink.errors", SKIP, "GPU%d (%s) shows no NVLink: not judged" % (index, last["name"]),
-                            {"links": 0}, component=component, tool=TOOL_AFTER)
+        return [check_result("nvlink.errors", SKIP, "GPU%d (%s) shows no NVLink: not judged" % (index, last["name"]),
+                             {"links": 0}, component=component, tool=TOOL_AFTER)]
+    lost = vanished(first, last)
+    result = _rises(index, first, last, after, limits, during, component)
+    if not lost:
+        return [result]
+    listed = ", ".join(lost[:6]) + (" ..." if len(lost) > 6 else "")
+    error = check_result("nvlink.errors", ERROR, "GPU%d: the snapshots around %s do not compare like with like "
+                         "(%d link(s) before, %d after): %s" % (index, during, len(first["links"]), len(last["links"]), listed),
+                         {"lost": lost[:50]}, component=component, tool=TOOL_AFTER)
+    # A rise measured on the links both snapshots read still counts; a pass does not.
+    return [error] + ([result] if result["status"] == FAIL else [])
+
+
+def _rises(index, first, last, after, limits, during, component):
     rises, over, unknown, compared = {}, [], [], 0
     for link in sorted(set(first["links"]) | set(last["links"])):
         old, new = first["links"].get(link) or {}, last["links"].get(link) or {}

@@ -56,7 +56,9 @@ GBIT_FACTOR = {"Gb/sec": 1.0, "MB/sec": MIB * 8 / 1e9, "MiB/sec": MIB * 8 / 1e9}
 _HEADER = re.compile(r"^\s*#?\s*bytes\s+.*?iterations.*BW\s+peak\s*\[(?P<unit>[^\]]+)\]", re.IGNORECASE)
 _LAT_HEADER = re.compile(r"^\s*#?\s*bytes\s+#?iterations\s+t_(?:min|avg)", re.IGNORECASE)
 _TITLE = re.compile(r"^\s*(?P<title>[A-Za-z][\w ]*?\bBW Test)\s*$")
-_KEY_VALUE = re.compile(r"(?P<key>[A-Za-z][A-Za-z0-9_*.\- ]*?)\s*:\s*(?P<value>\S+(?: \S+)*?)(?=\s{2,}|\t|$)")
+# A key of the info block: a letter, then letters, digits, "_*.-" and spaces (see key_values).
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_*.- ")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
 _RULE = re.compile(r"^\s*-{10,}\s*$")
 _STARS = re.compile(r"^\s*\*+(?:\s*Waiting for client to connect\.\.\.\s*\*+)?\s*$")
@@ -144,6 +146,46 @@ def _row(tokens, columns, factor):
         else:
             row[name] = value
     return row
+
+
+def _value_end(line, start):
+    """End of a value that starts at ``start``: words joined by single spaces, up to two blanks,
+    a tab or the end of the line."""
+    end, size = start, len(line)
+    while end < size:
+        char = line[end]
+        if char == "\t" or (char.isspace() and (end + 1 >= size or line[end + 1].isspace() or char != " ")):
+            return end
+        end += 1
+    return end
+
+
+def key_values(line):
+    """[(key, value)] of one info line (" Dual-port       : OFF\t\tDevice         : mlx5_0"), in
+    one pass over the line: time linear in its length whatever it holds (a regular expression
+    with a lazy key and a lazy value took seconds on one garbled 16 KB line)."""
+    pairs, pos, size = [], 0, len(line)
+    while True:
+        colon = line.find(":", pos)
+        if colon < 0:
+            return pairs
+        key_end = colon
+        while key_end > pos and line[key_end - 1].isspace():
+            key_end -= 1
+        key_start = key_end
+        while key_start > pos and line[key_start - 1] in _KEY_CHARS:
+            key_start -= 1
+        while key_start < key_end and line[key_start] not in _LETTERS:
+            key_start += 1
+        start = colon + 1
+        while start < size and line[start].isspace():
+            start += 1
+        if key_start == key_end or start >= size:
+            pos = colon + 1
+            continue
+        end = _value_end(line, start)
+        pairs.append((line[key_start:key_end], line[start:end]))
+        pos = end
 
 
 def _classify(line):
@@ -253,11 +295,11 @@ def parse_perftest(text):
         if match and result["test"] is None:
             result["test"] = re.sub(r"\s+", " ", match.group("title"))
             continue
-        for pair in _KEY_VALUE.finditer(line):
-            field = _INFO_KEYS.get(pair.group("key").strip().lower())
+        for key, value in key_values(line):
+            field = _INFO_KEYS.get(key.strip().lower())
             if field is None or result[field] is not None:
                 continue
-            value = pair.group("value").strip()
+            value = value.strip()
             if field in _INT_INFO:
                 number = re.match(r"^\d{1,15}", value)
                 result[field] = int(number.group(0)) if number else None

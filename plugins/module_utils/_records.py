@@ -8,6 +8,8 @@ the way every probe parser must: blank lines skipped; a line that is no JSON obj
 library's warning on stderr, a shell prompt) goes to out["other"]; a line that starts like a
 record but does not parse (cut by a kill) goes to out["errors"]; each record is yielded with its
 line number, so the caller judges the rest — one bad line never costs the findings.
+out["last_other"] keeps the last such line however many there were: a probe that died prints its
+reason last (a traceback's exception line, the shell's "Segmentation fault").
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +30,7 @@ def probe_records(text, out):
         if not line.startswith("{"):
             if len(out["other"]) < MAX_LISTED:
                 out["other"].append("line %d: %s" % (number, line[:160]))
+            out["last_other"] = "line %d: %s" % (number, line[:240])
             continue
         try:
             rec = json.loads(line)
@@ -38,6 +41,14 @@ def probe_records(text, out):
                 out["errors"].append("line %d: not a probe record: %s" % (number, line[:120]))
             continue
         yield number, rec
+
+
+def no_header_message(tool, parsed):
+    """Why a probe printed no header record, in its own last words when it left any."""
+    last = parsed.get("last_other")
+    if last:
+        return "%s printed no header record (it died before it started testing); its last output: %s" % (tool, last)
+    return "%s printed no header record: nothing was tested" % tool
 
 
 def write_atomic(path, text):

@@ -20,6 +20,8 @@ __metaclass__ = type
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._next_steps import error_kind
+
 PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
 BAD = (FAIL, ERROR)
 # Worst status wins when checks are summarised; an unknown status counts as an error.
@@ -199,6 +201,38 @@ def failed_nodes(per_node):
     return sorted(n for n, e in per_node.items() if e["status"] in BAD + (UNTESTED,))
 
 
+def failure_split(checks, bad_nodes):
+    """(nodes with a failed check: a fault was measured, {kind: nodes} for the other bad nodes).
+
+    A bad node without a failed check was not judged: nothing was measured there. Its kinds are
+    what its errors say did not work (_next_steps.error_kind: scheduler, transport, launcher,
+    permission, probe, tool ...), 'no result' for a node that never reported."""
+    bad = set(bad_nodes)
+    measured = set(c.get("node") for c in checks if c.get("node") in bad and c.get("status") == FAIL)
+    kinds = {}
+    for check in checks:
+        node = check.get("node")
+        if node in bad and node not in measured and check.get("status") not in (PASS, FAIL, SKIP):
+            kind = error_kind(check)
+            kinds.setdefault("transport" if kind == "ssh" else kind, set()).add(node)
+    silent = bad - measured - set(n for found in kinds.values() for n in found)
+    if silent:
+        kinds["no result"] = silent
+    return sorted(measured), dict((kind, sorted(found)) for kind, found in kinds.items())
+
+
+def split_text(checks, bad_nodes):
+    """' (1 with a measured fault; 2 not judged — scheduler error: 2)', or '' when every bad node was
+    judged (had a failed check)."""
+    measured, kinds = failure_split(checks, bad_nodes)
+    unjudged = len(set(bad_nodes) - set(measured))
+    if not unjudged:
+        return ""
+    why = ", ".join("%s: %d" % (kind if kind == "no result" else kind + " error", len(found))
+                    for kind, found in sorted(kinds.items(), key=lambda kv: (-len(kv[1]), kv[0])))
+    return " (%d with a measured fault; %d not judged \u2014 %s)" % (len(measured), unjudged, why)
+
+
 def run_verdict(checks, nodes=()):
     """The run's verdict: {status, nodes_total, nodes_failed, failed_nodes, cluster_failed,
     cluster_problems, message}. 'fail' when a node or the cluster has a failed or errored check,
@@ -215,7 +249,8 @@ def run_verdict(checks, nodes=()):
     else:
         parts = []
         if bad or not cluster_bad:
-            parts.append("%d of %d node(s) failed acceptance%s" % (len(bad), total, ": " + ", ".join(bad) if bad else ""))
+            listed = ": " + ", ".join(bad) if bad else ""
+            parts.append("%d of %d node(s) failed acceptance%s%s" % (len(bad), total, listed, split_text(checks, bad)))
         if cluster_bad:
             stages = sorted(s for s, st in cluster["stages"].items() if st in BAD)
             parts.append("cluster-level problems in %s" % ", ".join(stages))

@@ -9,7 +9,9 @@ __metaclass__ = type
 import re
 
 _BEGIN = re.compile(r"^==> gpucluster-begin (?P<name>\S+) <==$")
-_END = re.compile(r"^==> gpucluster-end (?P<name>\S+) rc=(?P<rc>-?\d+) seconds=(?P<seconds>[0-9.]+) <==$")
+# Bounded numbers: an end marker with an odd rc or time (seconds=1.2.3, thousands of digits) is no
+# end marker, so the tool reads as cut off (an error naming it), never a traceback of the task.
+_END = re.compile(r"^==> gpucluster-end (?P<name>\S+) rc=(?P<rc>-?\d{1,6}) seconds=(?P<seconds>\d{1,12}(?:\.\d{1,9})?) <==$")
 
 TIMEOUT_RCS = (124, 137)
 NOT_FOUND_RC = 127

@@ -12,8 +12,11 @@ running state, which the report callback and the cluster-wide checks read.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import signal
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import probe_records
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._sections import (
-    describe_failure, parse_sections)
+    NOT_FOUND_RC, TIMEOUT_RCS, describe_failure, parse_sections)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
@@ -59,6 +62,11 @@ STAGES = {
 }
 
 
+# This collection's own probes: they exit 0 when they ran to their end, whatever they found (the
+# findings are in their records). Any other exit status is the probe's own failure (a Python
+# exception, a CUDA out-of-memory, a signal): an error beside what it printed, never a pass.
+PROBES = ("sdc-probe", "loader-probe-alone", "loader-probe", "checkpoint-probe-alone", "checkpoint-probe")
+
 # Tools that read something next to a stage's main tool (counters around it, a link's training): one
 # that fails is an error beside the main tool's results, never instead of them.
 AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie")
@@ -68,7 +76,7 @@ def _tool_failure(tool, record, errors):
     """An error result for a tool that did not run normally, or None when its output is usable."""
     reason = describe_failure(tool, record)
     if reason is None and tool != "tools" and record["rc"] not in (0, None) and not record["output"].strip():
-        reason = "%s: exited with status %s and printed nothing" % (tool, record["rc"])
+        reason = "%s: %s and printed nothing" % (tool, exit_status_text(record["rc"]))
     if reason is None:
         return None
     if record is None and errors:
@@ -80,6 +88,35 @@ def _tool_failure(tool, record, errors):
         reason = "%s (%s: %s)" % (reason, found["cause"], found["message"])
     return check_result("collect", ERROR, reason, {"tool": tool, "rc": record and record.get("rc")},
                         component=component, tool=tool)
+
+
+def exit_status_text(rc):
+    """'exited with status 1', or 'was killed by signal 11 (SIGSEGV)' for a shell's 128+N or a -N."""
+    number = rc - 128 if 128 < rc < 160 else (-rc if rc < 0 else None)
+    if number is None:
+        return "exited with status %s" % rc
+    try:
+        name = " (%s)" % signal.Signals(number).name
+    except ValueError:
+        name = ""
+    return "was killed by signal %d%s" % (number, name)
+
+
+def _probe_exit(tool, record):
+    """An error for a probe that exited other than 0 after printing something; None otherwise.
+
+    Timeouts, a missing program and a silent non-zero exit are _tool_failure's (the judge never
+    runs); this is the probe that printed records, a traceback or a warning and then died."""
+    rc = record.get("rc") if record else None
+    if tool not in PROBES or rc in (0, None) or rc in TIMEOUT_RCS or rc == NOT_FOUND_RC:
+        return None
+    seen = {"other": [], "errors": []}
+    for _item in probe_records(record.get("output"), seen):
+        pass
+    last = seen.get("last_other")
+    return check_result("collect", ERROR, "%s %s: the probe did not finish, nothing it printed counts as a pass%s" % (
+        tool, exit_status_text(rc), "; its last output: %s" % last if last else ""),
+        {"tool": tool, "rc": rc}, component="probe", evidence=[last] if last else None, tool=tool)
 
 
 def _collection_errors(sections, tools):
@@ -184,6 +221,7 @@ def judge_stage(state, stage, collected, profile, options=None, node="node", run
                                    % (stage, type(exc).__name__, exc))]
         if not checks:
             checks = [check_result("judge", ERROR, "the %s judge returned no results" % stage)]
+        checks.extend(filter(None, (_probe_exit(tool, records.get(tool)) for tool in tools)))
         checks = _launcher_words(checks, records, tools) + beside
     _annotate(checks, stage, node, records, tools)
     return fold_stage(state, stage, checks, metrics, records, node=node, run_id=run_id)

@@ -14,6 +14,7 @@ import json
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._next_steps import next_steps
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import split_text
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 
 try:
@@ -90,8 +91,9 @@ def summary_lines(document, artifact_dir):
     """The console summary: the verdict, then each failed node and cluster problem with its stage."""
     verdict = document["verdict"]
     nodes = document.get("nodes") or {}
-    lines = ["gpucluster.acceptance verdict: %s — %d of %d node(s) failed, %d check(s)%s"
+    lines = ["gpucluster.acceptance verdict: %s — %d of %d node(s) failed%s, %d check(s)%s"
              % (verdict["status"].upper(), verdict["nodes_failed"], verdict["nodes_total"],
+                split_text(document.get("checks") or [], verdict.get("failed_nodes") or []),
                 len(document.get("checks") or []),
                 ", cluster-level problems" if verdict["cluster_failed"] else "")]
     for node in verdict["failed_nodes"]:

@@ -5,6 +5,7 @@ RUN_A is judged by tests/integration/acceptance/test_faults.py and compared acro
 session (the ``fault_matrix_local`` fixture in tests/conftest.py). Its inventory carries HOST_VARS
 on every transport.
 """
+from pathlib import Path
 
 # node -> (fault or None, {stage: component substring or None}) — what the per-node stages must find.
 RUN_A = {
@@ -23,9 +24,11 @@ RUN_A = {
     "gpu011": ({"kind": "throttle", "gpu": 2, "reason": "thermal"}, {"gpu_health": "GPU2", "sdc": "GPU2"}),
     "gpu012": ({"kind": "throttle", "gpu": 5, "reason": "power"}, {"gpu_health": "GPU5", "sdc": "GPU5"}),
     "gpu013": ({"kind": "dcgm_fail", "gpu": 3, "test": "Targeted Stress"}, {"dcgm": None}),
-    # Its slow_node shows only in multi-node tests; its own inventory value (HOST_VARS) points its
-    # topology stage at a missing tool: a per-node override must reach that node and no other.
-    "gpu014": ({"kind": "slow_node", "factor": 0.5}, {"topology": "/nonexistent/bin/nvidia-smi"}),
+    # Its slow_node shows only in multi-node tests; its own inventory values (HOST_VARS) point its
+    # topology stage at a missing tool and its SDC probe at a Python that dies of an out-of-memory
+    # before the probe's first record: a per-node override must reach that node and no other, and
+    # a probe that did not finish fails its stage in its own words.
+    "gpu014": ({"kind": "slow_node", "factor": 0.5}, {"topology": "/nonexistent/bin/nvidia-smi", "sdc": "probe"}),
     "gpu015": ({"kind": "ib_counters_rising", "nic": "mlx5_2", "counter": "symbol_error", "per_call": 5},
                {"infiniband": "mlx5_2"}),
     "gpu016": ({"kind": "driver_mismatch", "version": "535.183.01"}, {"preflight": "gpu016"}),
@@ -41,7 +44,8 @@ RUN_B = {
 # Host variables of RUN_A's inventory (write_host_vars), on every transport.
 OVERRIDE_NODE = "gpu014"
 MISSING_TOOL = "/nonexistent/bin/nvidia-smi"
-HOST_VARS = {OVERRIDE_NODE: {"check_topology_nvidia_smi": MISSING_TOOL}}
+CRASHING_PYTHON = str(Path(__file__).resolve().parents[1] / "fixtures" / "crashing_python" / "python-oom")
+HOST_VARS = {OVERRIDE_NODE: {"check_topology_nvidia_smi": MISSING_TOOL, "check_sdc_python": CRASHING_PYTHON}}
 HANG_TIMEOUT = 5
 # The per-node stages: the fabric and workload stages have tests of their own.
 SKIP = "fabric,workload"
@@ -58,7 +62,6 @@ def expected(table):
 def write_host_vars(inventory, host_vars=None):
     """HOST_VARS (or host_vars) as host_vars/<node>.yml beside the inventory file."""
     import yaml  # pylint: disable=import-outside-toplevel
-    from pathlib import Path  # pylint: disable=import-outside-toplevel
     folder = Path(inventory).parent / "host_vars"
     folder.mkdir(exist_ok=True)
     for node, values in (HOST_VARS if host_vars is None else host_vars).items():

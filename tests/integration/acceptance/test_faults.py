@@ -5,7 +5,7 @@ ansible-playbook run of acceptance.yml: per-fault tests then read that run's res
 """
 import pytest
 
-from fault_matrix import HANG_TIMEOUT, RUN_A, RUN_B, SKIP, expected, faults  # noqa: F401  (re-exported)
+from fault_matrix import HANG_TIMEOUT, OVERRIDE_NODE, RUN_A, RUN_B, SKIP, expected, faults  # noqa: F401  (re-exported)
 from harness import SimRun, spec
 
 pytestmark = pytest.mark.integration
@@ -79,6 +79,23 @@ def test_summary_names_bad_nodes_with_stage_and_reason(run_a):
 def test_power_throttle_reason_is_named(run_a):
     messages = " ".join(c["message"] for c in run_a.bad_checks("gpu012"))
     assert "Power" in messages
+
+
+def test_a_crashed_sdc_probe_fails_its_stage_in_its_own_words_and_is_never_a_pass(run_a):
+    """gpu014's probe Python dies of an out-of-memory before the probe's first record (HOST_VARS)."""
+    import json
+    checks = [c for c in run_a.results["checks"] if c["node"] == OVERRIDE_NODE and c["stage"] == "sdc"]
+    errors = [c for c in checks if c["status"] == "error"]
+    assert errors and all(c["component"] == "probe" for c in errors), checks
+    (exited,) = [c for c in errors if c["check"] == "collect"]
+    assert exited["message"].startswith("sdc-probe exited with status 1: the probe did not finish"), exited
+    assert exited["message"].endswith("MemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"), exited
+    assert any("printed no header record" in c["message"] for c in errors), errors
+    assert run_a.results["nodes"][OVERRIDE_NODE]["stages"]["sdc"] == "error"
+    # Nothing recorded as a pass: last-pass.json (the Xid window, a health check's resume) has no sdc
+    # for that node, and has it for a node whose probe ran.
+    last = json.loads((run_a.dir.parent / "last-pass.json").read_text())
+    assert "sdc" not in last.get(OVERRIDE_NODE, {}) and "sdc" in last["gpu001"], last.get(OVERRIDE_NODE)
 
 
 def test_junit_is_valid_for_jenkins_and_gitlab_readers(run_a):

@@ -56,6 +56,9 @@ def test_a_nodes_own_inventory_value_is_rendered_for_that_node_only(both):
     _ssh, srun, _sim = both
     (check,) = [c for c in srun.bad_checks(OVERRIDE_NODE) if c["stage"] == "topology"]
     assert check["status"] == "error" and MISSING_TOOL in check["message"], check
+    # Its SDC probe's Python dies inside the srun step: the probe's own words, as over local connections.
+    (crash,) = [c for c in srun.bad_checks(OVERRIDE_NODE) if c["stage"] == "sdc" and c["check"] == "collect"]
+    assert crash["message"].startswith("sdc-probe exited with status 1") and "MemoryError" in crash["message"]
     others = [c for c in srun.results["checks"] if c["stage"] == "topology" and c["node"] in ("gpu001", "gpu016")]
     assert others and all(c["status"] == "pass" for c in others), others
 

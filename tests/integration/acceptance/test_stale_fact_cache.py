@@ -60,7 +60,9 @@ def test_states_cached_by_earlier_runs_do_not_count(tmp_path):
         third = sim.acceptance(*SKIP, extra_env=env)
     assert _cached_state(cache, "gpu003")["failed_stages"] == []  # run two's pass is cached
     assert third.rc != 0
-    assert "failed acceptance: gpu003;" in third.output, third.output[-3000:]
+    # unreachable: not judged, nothing measured there
+    assert "failed acceptance: gpu003 (0 with a measured fault; 1 not judged \u2014 transport error: 1);" in third.output, \
+        third.output[-3000:]
     assert ("gpu003", "preflight") in third.bad()
 
 

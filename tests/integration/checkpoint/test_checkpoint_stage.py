@@ -5,6 +5,7 @@ storage clock makes a slow_storage node's MB/s exact and splits the shared file 
 writing at once. Verdicts from the run's validated results.json."""
 import pytest
 
+from conftest import FIXTURES
 from harness import SimRun, spec
 
 pytestmark = pytest.mark.integration
@@ -13,6 +14,7 @@ PLAYBOOK = "checkpoint_plan.yml"
 PLAN = ["-e", "checkpoint_plan_accounting=false", "-e", "checkpoint_plan_mtbf_node_h=1000"]
 NODES = ["gpu%03d" % i for i in range(1, 7)]
 STAGES = ("checkpoint_alone", "checkpoint")
+CRASHING_PYTHON = FIXTURES / "crashing_python" / "python-oom"
 # What the checkpoint plan reads from every node's stages (the checkpoint.async check carries it).
 CONTRACT = {"shard_bytes", "local_write_s", "local_read_s", "shared_write_s", "shared_read_s", "release_s",
             "durable_s", "local_write_mb_s", "shared_write_mb_s", "fio", "verified", "simulated"}
@@ -31,7 +33,8 @@ def runs(tmp_path_factory):
         missing = sim.acceptance(*PLAN, "-e", "check_checkpoint_shared_path=/nonexistent/gpucluster-ckpt",
                                  "-e", "check_checkpoint_isolation=false", playbook_name=PLAYBOOK)
         leftovers = sorted(str(p) for p in sim.run_dir.glob("*/gpucluster-checkpoint-*"))
-        yield slow, missing, leftovers
+        crashed = sim.acceptance(*PLAN, "-e", "check_checkpoint_python=%s" % CRASHING_PYTHON, playbook_name=PLAYBOOK)
+        yield slow, missing, leftovers, crashed
 
 
 def test_slow_nvme_node_is_named_with_its_rate_and_the_peers_median(runs):
@@ -91,3 +94,21 @@ def test_missing_shared_path_is_an_error_naming_node_stage_and_tool(runs):
         # the local NVMe is still measured
         assert [c["status"] for c in checkpoint_checks(run, node, "checkpoint.write")] == ["pass"]
     assert leftovers == []  # every checkpoint and fio file was removed
+
+
+def test_a_crashed_checkpoint_probe_is_an_error_in_its_own_words_and_plans_nothing(runs):
+    """The probe's Python dies of an out-of-memory before its first record on every node."""
+    run = runs[3]
+    assert run.rc != 0
+    for node in NODES:
+        assert run.results["nodes"][node]["stages"] == {"checkpoint_alone": "error", "checkpoint": "error"}
+        for stage in STAGES:
+            crash = [c for c in checkpoint_checks(run, node) if c["stage"] == stage and c["check"] == "collect"]
+            assert len(crash) == 1 and crash[0]["component"] == "probe", crash
+            assert crash[0]["message"].startswith("checkpoint-probe%s exited with status 1: the probe did not finish"
+                                                  % ("-alone" if stage == "checkpoint_alone" else ""))
+            assert crash[0]["message"].endswith("MemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert not [c for c in checkpoint_checks(run) if c["status"] == "pass" and not c["message"].startswith("warning:")]
+    # No write time was measured: the plan has nothing to plan from.
+    write = run.results["checkpoint_plan"]["write"]
+    assert write is None or write.get("source") != "measured", write

@@ -40,6 +40,24 @@ def test_clean_cluster_passes(tmp_path):
     assert all("read 256 samples" in c["message"] for c in loader_checks(run) if c["check"] == "loader.throughput")
 
 
+def test_a_crashed_loader_probe_is_an_error_in_both_stages_and_never_a_pass(tmp_path):
+    """The probe's Python dies of a segmentation fault on every node (tests/fixtures/crashing_python)."""
+    from conftest import FIXTURES
+    with SimRun(spec("ldrx", count=3), tmp_path) as sim:
+        run = sim.acceptance("-e", "check_data_loader_python=%s" % (FIXTURES / "crashing_python" / "python-segfault"),
+                             playbook_name="data_loader.yml")
+    assert run.rc != 0
+    assert all(c["status"] != "pass" or c["message"].startswith("warning:") for c in loader_checks(run)), [
+        (c["node"], c["check"], c["message"]) for c in loader_checks(run) if c["status"] == "pass"]
+    for node in ("gpu001", "gpu002", "gpu003"):
+        assert run.results["nodes"][node]["stages"] == {"data_loader_alone": "error", "data_loader": "error"}
+        for stage, tool in (("data_loader_alone", "loader-probe-alone"), ("data_loader", "loader-probe")):
+            (crash,) = [c for c in loader_checks(run, node) if c["stage"] == stage and c["check"] == "collect"]
+            assert crash["component"] == "probe" and crash["status"] == "error"
+            assert crash["message"].startswith("%s was killed by signal 11 (SIGSEGV): the probe did not finish" % tool)
+    assert "Segmentation fault" in (run.dir / "raw" / "gpu001" / "loader-probe.txt").read_text()
+
+
 def test_consumption_rate_from_an_acceptance_runs_workload(tmp_path):
     import json
     from conftest import FIXTURES

@@ -140,7 +140,9 @@ def test_sigterm_and_garbage_are_errors_beside_the_findings():
     assert any(c["message"].startswith("warning: checkpoint-probe output has 1 line(s)") for c in checks)
     assert metrics["local_write_mb_s"] == 400.0 and metrics["shared_write_s"] is None  # the cut record is lost
     assert _judge("")[0][0]["status"] == "error" and judge_checkpoint_stage({}, {}, {})[0][0]["status"] == "skip"
-    assert _judge("not json at all")[0][-1]["message"] == "checkpoint-probe printed no header: nothing measured"
+    assert _judge("not json at all")[0][-1]["message"] == (
+        "checkpoint-probe printed no header record (it died before it started testing); its last output: "
+        "line 1: not json at all")
 
 
 def test_a_read_back_mismatch_fails_verify():

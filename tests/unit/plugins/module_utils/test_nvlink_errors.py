@@ -1,5 +1,7 @@
 """NVLink error counters (nvidia-smi nvlink -e) read before and after a stage, from the published H100
 output and a variant where one link erred under the stage's traffic."""
+from hypothesis import given, strategies as st
+
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _nvlink_errors as nv
 from conftest import FIXTURES
 
@@ -70,3 +72,37 @@ def test_counters_that_read_n_a_prove_nothing():
     text = CLEAN.replace(": 0", ": N/A")
     (check,) = nv.judge_nvlink_errors(nv.parse_nvlink_errors(text), nv.parse_nvlink_errors(text), PROFILE)
     assert check["status"] == "skip" and "not judged" in check["message"]
+
+
+def _without_links(text, links):
+    return "\n".join(line for line in text.splitlines()
+                     if not any(line.strip().startswith("Link %d:" % link) for link in links)) + "\n"
+
+
+def test_an_after_snapshot_that_lost_links_is_an_error_never_a_pass():
+    after = _without_links(CLEAN, range(6, 18)).replace("Link 0: Replay Errors: 0", "Link 0: Replay Errors: N/A")
+    checks = nv.judge_nvlink_errors(nv.parse_nvlink_errors(CLEAN), nv.parse_nvlink_errors(after), PROFILE,
+                                    during="all_reduce_perf")
+    assert [c["status"] for c in checks] == ["error"]
+    assert checks[0]["message"].startswith(
+        "GPU0: the snapshots around all_reduce_perf do not compare like with like (18 link(s) before, 6 after): "
+        "link 0 replay_errors N/A after, link 6 missing after, link 7 missing after")
+    assert len(checks[0]["metrics"]["lost"]) == 13
+
+
+def test_a_rise_on_the_links_both_snapshots_read_still_fails_beside_the_lost_ones():
+    after = _without_links(ERRED, [0])
+    checks = nv.judge_nvlink_errors(nv.parse_nvlink_errors(CLEAN), nv.parse_nvlink_errors(after), PROFILE)
+    assert sorted((c["check"], c["status"]) for c in checks) == [
+        ("nvlink.errors", "error"), ("nvlink.errors", "fail"), ("nvlink.parse", "error")]
+
+
+@given(lost=st.sets(st.integers(0, 17), min_size=1), side=st.sampled_from(["before", "after"]))
+def test_any_link_missing_from_one_snapshot_is_never_a_pass(lost, side):
+    """Property: whichever links one snapshot lost, the GPU is not passed."""
+    partial = nv.parse_nvlink_errors(_without_links(CLEAN, lost))
+    full = nv.parse_nvlink_errors(CLEAN)
+    before, after = (partial, full) if side == "before" else (full, partial)
+    checks = nv.judge_nvlink_errors(before, after, PROFILE)
+    assert checks and not any(c["status"] == "pass" for c in checks)
+    assert any(c["status"] == "error" and "missing %s" % side in c["message"] for c in checks)

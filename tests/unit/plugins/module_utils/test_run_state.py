@@ -99,3 +99,28 @@ def test_a_stage_run_once_for_the_play_gives_each_node_its_own_state():
     # a state of another run (a persistent fact cache) never wins over this run's
     stale = dict(srun["gpu002"], run_id="old", folds=9)
     assert node_state_of(dict(host, collect_node_states={"gpu002": stale}), run_id="r")["last"]["stage"] == "dcgm"
+
+
+def test_nodes_not_judged_are_counted_apart_from_nodes_with_a_measured_fault():
+    """slurmctld went away during a stage: no node was measured, none is said to have a fault."""
+    nodes = ["gpu%03d" % i for i in range(1, 5)]
+    checks = [dict(check("gpu_health", n, "error", "collect", "srun: error: Unable to contact slurm controller"),
+                   component="scheduler") for n in nodes]
+    verdict = _run_state.run_verdict(checks, nodes)
+    assert verdict["message"] == ("4 of 4 node(s) failed acceptance: gpu001, gpu002, gpu003, gpu004 "
+                                  "(0 with a measured fault; 4 not judged \u2014 scheduler error: 4)")
+    checks[0] = check("gpu_health", "gpu001", "fail", "gpu.ecc")
+    checks.append(dict(check("sdc", "gpu002", "error", "sdc.parse"), component="probe"))
+    measured, kinds = _run_state.failure_split(checks, nodes)
+    assert measured == ["gpu001"]
+    assert kinds == {"scheduler": ["gpu002", "gpu003", "gpu004"], "probe": ["gpu002"]}
+    assert _run_state.split_text(checks, nodes) == (
+        " (1 with a measured fault; 3 not judged \u2014 scheduler error: 3, probe error: 1)")
+
+
+def test_every_bad_node_judged_adds_nothing_and_a_silent_node_has_no_result():
+    checks = [check("topology", "a", "fail"), check("topology", "b", "pass")]
+    assert _run_state.split_text(checks, ["a"]) == ""
+    verdict = _run_state.run_verdict(checks, ["a", "b", "c"])
+    assert verdict["message"] == ("2 of 3 node(s) failed acceptance: a, c "
+                                  "(1 with a measured fault; 1 not judged \u2014 no result: 1)")

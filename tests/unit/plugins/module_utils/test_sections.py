@@ -1,6 +1,9 @@
 """Splitting the collector's output, and the collector script itself, run for real."""
 import subprocess
 
+import pytest
+from hypothesis import given, strategies as st
+
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._sections import (
     describe_failure, parse_sections)
 from conftest import REPO
@@ -52,3 +55,22 @@ def test_cut_off_output_and_no_markers_are_reported():
 def test_crlf_from_a_tty_is_tolerated():
     text = "==> gpucluster-begin t <==\r\nline\r\n\r\n==> gpucluster-end t rc=0 seconds=0.010 <==\r\n"
     assert parse_sections(text)["tools"]["t"] == {"output": "line", "rc": 0, "seconds": 0.01, "complete": True}
+
+
+@pytest.mark.parametrize("end", ["rc=0 seconds=1.2.3", "rc=%s seconds=1.0" % ("9" * 5000), "rc=0 seconds=%s" % ("1" * 5000),
+                                 "rc=² seconds=1.0", "rc=0 seconds=inf"])
+def test_an_odd_end_marker_reads_as_cut_off_never_a_traceback(end):
+    text = "==> gpucluster-begin dmesg <==\nline\n\n==> gpucluster-end dmesg %s <==\n" % end
+    record = parse_sections(text)["tools"]["dmesg"]
+    assert record["complete"] is False and record["rc"] is None
+    assert describe_failure("dmesg", record).startswith("dmesg: output cut off")
+
+
+@given(st.lists(st.sampled_from(["==> gpucluster-begin a <==", "==> gpucluster-end a rc=", "0", "9" * 40, ".",
+                                  " seconds=", " <==", "\n", "x", "²", "-"]), max_size=60).map("".join))
+def test_any_collector_output_splits_without_an_exception(text):
+    """Property: whatever the collector printed, the split names tools or says why not."""
+    result = parse_sections(text)
+    assert result["tools"] or result["errors"]
+    for record in result["tools"].values():
+        assert record["rc"] is None or -999999 <= record["rc"] <= 999999

@@ -55,14 +55,15 @@ def test_junit_is_schema_valid_with_one_case_per_stage_check_node_time_and_evide
 def test_summary_and_final_message_count_the_same_failed_nodes():
     doc = document()
     lines = _report.summary_lines(doc, "/tmp/run")
-    assert lines[0] == ("gpucluster.acceptance verdict: FAIL — 2 of 3 node(s) failed, 5 check(s), "
-                        "cluster-level problems")
+    assert lines[0] == ("gpucluster.acceptance verdict: FAIL — 2 of 3 node(s) failed (1 with a measured fault; "
+                        "1 not judged — tool error: 1), 5 check(s), cluster-level problems")
     assert "  gpu003 FAIL topology: GPU2<->GPU5 is SYS, expected NV18" in lines
     assert any(line.startswith("  gpu004 ERROR dcgm:") for line in lines)
     assert "  cluster FAIL fabric: 4-node busbw 120 GB/s, below the 300 GB/s floor" in lines
     assert not any("gpu001" in line for line in lines[1:])
     message = _report.verdict_message(doc)
-    assert message.startswith("2 of 3 node(s) failed acceptance: gpu003, gpu004; cluster-level problems in fabric")
+    assert message.startswith("2 of 3 node(s) failed acceptance: gpu003, gpu004 (1 with a measured fault; 1 not judged "
+                              "— tool error: 1); cluster-level problems in fabric")
 
 
 def test_a_passing_run_says_how_many_nodes_passed():
