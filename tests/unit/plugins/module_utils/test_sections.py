@@ -66,8 +66,11 @@ def test_an_odd_end_marker_reads_as_cut_off_never_a_traceback(end):
     assert describe_failure("dmesg", record).startswith("dmesg: output cut off")
 
 
-@given(st.lists(st.sampled_from(["==> gpucluster-begin a <==", "==> gpucluster-end a rc=", "0", "9" * 40, ".",
-                                  " seconds=", " <==", "\n", "x", "²", "-"]), max_size=60).map("".join))
+PIECES = ["==> gpucluster-begin a <==", "==> gpucluster-end a rc=", "0", "9" * 40, ".", " seconds=", " <==", "\n", "x",
+          "²", "-"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=60).map("".join))
 def test_any_collector_output_splits_without_an_exception(text):
     """Property: whatever the collector printed, the split names tools or says why not."""
     result = parse_sections(text)
