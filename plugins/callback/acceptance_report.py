@@ -16,9 +16,10 @@ description:
     stage tasks, and writes them into a directory of its own per run, C(<artifacts_dir>/<run_id>/),
     never reusing an existing one.
   - The directory is marked C(INCOMPLETE) when the run starts; raw tool outputs are written as they
-    arrive (C(raw/<node>/<tool>.txt)); C(results.json) is written at each play's start and before the
-    verdict while the run goes on (C(run.state=running)), and at its end (C(run.state=complete)),
-    when C(COMPLETE) replaces the C(INCOMPLETE) mark. A killed run stays visibly incomplete with
+    arrive (C(raw/<node>/<tool>.txt)); C(results.json) is written at each play's start while the
+    run goes on (C(run.state=running); its verdict is never C(pass), the run has none yet), and
+    before the verdict task and at its end (C(run.state=complete)), when C(COMPLETE) replaces the
+    C(INCOMPLETE) mark. A killed run stays visibly incomplete with
     everything collected so far.
   - C(results.json) is validated against the collection's C(schemas/results.schema.json) before it
     is written; C(junit.xml), C(report.html), C(metrics.prom), the console summary and the
@@ -406,9 +407,10 @@ class CallbackModule(CallbackBase):
         self._task_started(task)
         if not self._run_dir:
             return
-        # The verdict task reads results.json: it must hold everything the stages reported.
+        # The verdict task reads results.json: it must hold everything the stages reported, and the
+        # verdict is the run's (a document written while the run goes on never says pass).
         if str(task.name or "").startswith(VERDICT_TASK_PREFIX):
-            self._write_results(state="running")
+            self._write_results(state="complete")
             return
         # A new stage starting: the stages before it are done; keep what they found on disk, so a
         # run killed later still has its results so far (once per stage, not once per task).

@@ -101,6 +101,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline import baseline_from_results
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _baseline_from_results(run, run_dir=None, cluster=None, created=None, fabric=None, workload=None, include_failed=False):
@@ -116,4 +117,4 @@ def _baseline_from_results(run, run_dir=None, cluster=None, created=None, fabric
 
 class FilterModule(object):
     def filters(self):
-        return {"baseline_from_results": _baseline_from_results}
+        return guarded_filters({"baseline_from_results": _baseline_from_results})

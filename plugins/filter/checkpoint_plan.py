@@ -57,6 +57,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_checkpoint_plan import (
     STAGE, judge_checkpoint_plan)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 RAW_NAMES = {"sacct": "sacct", "events": "sacct-events", "history": "drain-history"}
 
@@ -105,4 +106,4 @@ def _checkpoint_plan(inputs, options=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"checkpoint_plan": _checkpoint_plan}
+        return guarded_filters({"checkpoint_plan": _checkpoint_plan})

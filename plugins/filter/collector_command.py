@@ -46,6 +46,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _collector_command(tools, script=None, environment=None):
@@ -59,4 +60,4 @@ def _collector_command(tools, script=None, environment=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"collector_command": _collector_command}
+        return guarded_filters({"collector_command": _collector_command})

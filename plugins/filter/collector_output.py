@@ -47,6 +47,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._sections import parse_sections
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _collector_output(text, tool, rc=None):
@@ -66,4 +67,4 @@ def _collector_output(text, tool, rc=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"collector_output": _collector_output}
+        return guarded_filters({"collector_output": _collector_output})

@@ -90,6 +90,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline import compare_stage_result
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _compare_baseline(run, baseline, options=None, run_dir=None, fabric=None, workload=None):
@@ -106,4 +107,4 @@ def _compare_baseline(run, baseline, options=None, run_dir=None, fabric=None, wo
 
 class FilterModule(object):
     def filters(self):
-        return {"compare_baseline": _compare_baseline}
+        return guarded_filters({"compare_baseline": _compare_baseline})

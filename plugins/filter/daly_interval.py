@@ -40,6 +40,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_plan import daly_interval
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _daly_interval(write_s, mtbf_s):
@@ -51,4 +52,4 @@ def _daly_interval(write_s, mtbf_s):
 
 class FilterModule(object):
     def filters(self):
-        return {"daly_interval": _daly_interval}
+        return guarded_filters({"daly_interval": _daly_interval})

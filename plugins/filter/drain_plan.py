@@ -93,6 +93,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._drain_policy import (
     DEFAULT_TAG, parse_sinfo_reasons, plan_drains)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _drain_plan(states, findings=None, max_fraction=0.10, max_nodes=2, slurm_reasons=None, tag=DEFAULT_TAG):
@@ -106,4 +107,4 @@ def _drain_plan(states, findings=None, max_fraction=0.10, max_nodes=2, slurm_rea
 
 class FilterModule(object):
     def filters(self):
-        return {"drain_plan": _drain_plan}
+        return guarded_filters({"drain_plan": _drain_plan})

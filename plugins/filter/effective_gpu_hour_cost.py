@@ -45,6 +45,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_plan import effective_gpu_hour_cost
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _effective_gpu_hour_cost(price, goodput, availability=1.0):
@@ -56,4 +57,4 @@ def _effective_gpu_hour_cost(price, goodput, availability=1.0):
 
 class FilterModule(object):
     def filters(self):
-        return {"effective_gpu_hour_cost": _effective_gpu_hour_cost}
+        return guarded_filters({"effective_gpu_hour_cost": _effective_gpu_hour_cost})

@@ -206,11 +206,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._dcgm_diag import parse_dcgm_diag
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """from_dcgm_diag filter."""
 
     def filters(self):
-        return {"from_dcgm_diag": text_filter("from_dcgm_diag", parse_dcgm_diag)}
+        return guarded_filters({"from_dcgm_diag": text_filter("from_dcgm_diag", parse_dcgm_diag)})

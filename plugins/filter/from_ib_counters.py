@@ -98,11 +98,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_ib_counters."""
 
     def filters(self):
-        return {"from_ib_counters": text_filter("from_ib_counters", parse_ib_counters)}
+        return guarded_filters({"from_ib_counters": text_filter("from_ib_counters", parse_ib_counters)})

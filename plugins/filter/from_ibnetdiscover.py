@@ -109,11 +109,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibnetdiscover import parse_ibnetdiscover
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_ibnetdiscover."""
 
     def filters(self):
-        return {"from_ibnetdiscover": text_filter("from_ibnetdiscover", parse_ibnetdiscover)}
+        return guarded_filters({"from_ibnetdiscover": text_filter("from_ibnetdiscover", parse_ibnetdiscover)})

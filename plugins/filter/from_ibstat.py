@@ -84,11 +84,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_ibstat."""
 
     def filters(self):
-        return {"from_ibstat": text_filter("from_ibstat", parse_ibstat)}
+        return guarded_filters({"from_ibstat": text_filter("from_ibstat", parse_ibstat)})

@@ -226,11 +226,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import parse_nccl_tests
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """gpucluster.acceptance.from_nccl_tests"""
 
     def filters(self):
-        return {"from_nccl_tests": text_filter("from_nccl_tests", parse_nccl_tests)}
+        return guarded_filters({"from_nccl_tests": text_filter("from_nccl_tests", parse_nccl_tests)})

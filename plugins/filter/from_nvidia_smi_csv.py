@@ -97,11 +97,11 @@ _value:
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
     parse_nvidia_smi_csv,
 )
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_nvidia_smi_csv."""
 
     def filters(self):
-        return {"from_nvidia_smi_csv": text_filter("from_nvidia_smi_csv", parse_nvidia_smi_csv)}
+        return guarded_filters({"from_nvidia_smi_csv": text_filter("from_nvidia_smi_csv", parse_nvidia_smi_csv)})

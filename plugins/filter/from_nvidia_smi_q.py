@@ -102,11 +102,11 @@ _value:
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
     parse_nvidia_smi_q,
 )
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_nvidia_smi_q."""
 
     def filters(self):
-        return {"from_nvidia_smi_q": text_filter("from_nvidia_smi_q", parse_nvidia_smi_q)}
+        return guarded_filters({"from_nvidia_smi_q": text_filter("from_nvidia_smi_q", parse_nvidia_smi_q)})

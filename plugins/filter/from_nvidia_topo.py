@@ -114,11 +114,11 @@ _value:
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_topo import (
     parse_nvidia_topo,
 )
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_nvidia_topo."""
 
     def filters(self):
-        return {"from_nvidia_topo": text_filter("from_nvidia_topo", parse_nvidia_topo)}
+        return guarded_filters({"from_nvidia_topo": text_filter("from_nvidia_topo", parse_nvidia_topo)})

@@ -101,11 +101,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._perftest import parse_perftest
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """Ansible filter: from_perftest."""
 
     def filters(self):
-        return {"from_perftest": text_filter("from_perftest", parse_perftest)}
+        return guarded_filters({"from_perftest": text_filter("from_perftest", parse_perftest)})

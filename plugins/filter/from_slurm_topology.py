@@ -130,7 +130,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
     parse_slurm_topology, validate_slurm_topology)
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 def _parse_and_check(text, nodes=None):
@@ -149,4 +149,4 @@ class FilterModule(object):
     """Ansible filter plugin entry point."""
 
     def filters(self):
-        return {"from_slurm_topology": from_slurm_topology}
+        return guarded_filters({"from_slurm_topology": from_slurm_topology})

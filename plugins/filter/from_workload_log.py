@@ -108,11 +108,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload import parse_workload_log
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """gpucluster.acceptance.from_workload_log"""
 
     def filters(self):
-        return {"from_workload_log": text_filter("from_workload_log", parse_workload_log)}
+        return guarded_filters({"from_workload_log": text_filter("from_workload_log", parse_workload_log)})

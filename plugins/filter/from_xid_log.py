@@ -164,11 +164,11 @@ _value:
 """
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import parse_xid_log
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import text_filter
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 
 class FilterModule(object):
     """from_xid_log filter."""
 
     def filters(self):
-        return {"from_xid_log": text_filter("from_xid_log", parse_xid_log)}
+        return guarded_filters({"from_xid_log": text_filter("from_xid_log", parse_xid_log)})

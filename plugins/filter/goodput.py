@@ -53,6 +53,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_plan import goodput
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _goodput(interval_s, write_s, mtbf_s, restart_s, model="first_order"):
@@ -64,4 +65,4 @@ def _goodput(interval_s, write_s, mtbf_s, restart_s, model="first_order"):
 
 class FilterModule(object):
     def filters(self):
-        return {"goodput": _goodput}
+        return guarded_filters({"goodput": _goodput})

@@ -52,6 +52,7 @@ from ansible.module_utils.six import string_types
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
     compress_hostlist)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def hostlist_compress(data):
@@ -75,4 +76,4 @@ class FilterModule(object):
     """Ansible filter plugin entry point."""
 
     def filters(self):
-        return {"hostlist_compress": hostlist_compress}
+        return guarded_filters({"hostlist_compress": hostlist_compress})

@@ -58,6 +58,7 @@ from ansible.module_utils.six import string_types
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
     expand_hostlist)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def hostlist_expand(data):
@@ -87,4 +88,4 @@ class FilterModule(object):
     """Ansible filter plugin entry point."""
 
     def filters(self):
-        return {"hostlist_expand": hostlist_expand}
+        return guarded_filters({"hostlist_expand": hostlist_expand})

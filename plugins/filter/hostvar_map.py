@@ -42,6 +42,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _hostvar_map(hostvars, nodes, var):
@@ -60,4 +61,4 @@ def _hostvar_map(hostvars, nodes, var):
 
 class FilterModule(object):
     def filters(self):
-        return {"hostvar_map": _hostvar_map}
+        return guarded_filters({"hostvar_map": _hostvar_map})

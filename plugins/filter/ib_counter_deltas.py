@@ -95,6 +95,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import counter_deltas
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _snapshot(value, label):
@@ -118,4 +119,4 @@ class FilterModule(object):
     """Ansible filter: ib_counter_deltas."""
 
     def filters(self):
-        return {"ib_counter_deltas": ib_counter_deltas}
+        return guarded_filters({"ib_counter_deltas": ib_counter_deltas})

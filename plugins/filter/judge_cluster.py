@@ -41,6 +41,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._cluster import judge_cluster
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _judge_cluster(states, profile=None):
@@ -51,4 +52,4 @@ def _judge_cluster(states, profile=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"judge_cluster": _judge_cluster}
+        return guarded_filters({"judge_cluster": _judge_cluster})

@@ -74,6 +74,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import judge_stage
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _judge_stage(state, stage, collected, profile, options=None, node="node", run_id=None):
@@ -88,4 +89,4 @@ def _judge_stage(state, stage, collected, profile, options=None, node="node", ru
 
 class FilterModule(object):
     def filters(self):
-        return {"judge_stage": _judge_stage}
+        return guarded_filters({"judge_stage": _judge_stage})

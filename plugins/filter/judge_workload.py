@@ -117,6 +117,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload import judge_workload
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _judge_workload(parsed, expected_ranks=0, options=None):
@@ -136,4 +137,4 @@ class FilterModule(object):
     """gpucluster.acceptance.judge_workload"""
 
     def filters(self):
-        return {"judge_workload": _judge_workload}
+        return guarded_filters({"judge_workload": _judge_workload})

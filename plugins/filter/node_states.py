@@ -48,6 +48,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _node_states(hostvars, nodes, run_id=""):
@@ -58,4 +59,4 @@ def _node_states(hostvars, nodes, run_id=""):
 
 class FilterModule(object):
     def filters(self):
-        return {"node_states": _node_states}
+        return guarded_filters({"node_states": _node_states})

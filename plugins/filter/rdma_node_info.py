@@ -47,6 +47,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._rdma import nodes_info
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _rdma_node_info(states, nodes, profile):
@@ -57,4 +58,4 @@ def _rdma_node_info(states, nodes, profile):
 
 class FilterModule(object):
     def filters(self):
-        return {"rdma_node_info": _rdma_node_info}
+        return guarded_filters({"rdma_node_info": _rdma_node_info})

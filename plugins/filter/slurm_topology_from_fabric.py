@@ -222,6 +222,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topol
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
     DEFAULT_CROSS_LEAF_RATIO, DEFAULT_ROOT, build_topology, check_pair_bandwidth, compare_topology,
     leaves_of, parse_scontrol_show_topology)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 _SOURCES = ("auto", "ibnetdiscover", "parsed", "labels", "scontrol")
 
@@ -295,4 +296,4 @@ class FilterModule(object):
     """Ansible filter plugin entry point."""
 
     def filters(self):
-        return {"slurm_topology_from_fabric": slurm_topology_from_fabric}
+        return guarded_filters({"slurm_topology_from_fabric": slurm_topology_from_fabric})

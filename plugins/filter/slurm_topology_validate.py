@@ -116,6 +116,7 @@ from ansible.module_utils.six import string_types
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import DEFAULT_CROSS_LEAF_RATIO
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_validate import validate_against_fabric
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import expand_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def slurm_topology_validate(data, fabric=None, nodes=None, pair_busbw=None, results=None, host_map=None,
@@ -149,4 +150,4 @@ class FilterModule(object):
     """Ansible filter plugin entry point."""
 
     def filters(self):
-        return {"slurm_topology_validate": slurm_topology_validate}
+        return guarded_filters({"slurm_topology_validate": slurm_topology_validate})

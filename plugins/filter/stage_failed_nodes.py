@@ -50,6 +50,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _stage_failed_nodes(hostvars, nodes, stage, run_id=""):
@@ -60,4 +61,4 @@ def _stage_failed_nodes(hostvars, nodes, stage, run_id=""):
 
 class FilterModule(object):
     def filters(self):
-        return {"stage_failed_nodes": _stage_failed_nodes}
+        return guarded_filters({"stage_failed_nodes": _stage_failed_nodes})

@@ -39,6 +39,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._transfer import transfer_progress
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _transfer_progress(report):
@@ -50,4 +51,4 @@ def _transfer_progress(report):
 
 class FilterModule(object):
     def filters(self):
-        return {"transfer_progress": _transfer_progress}
+        return guarded_filters({"transfer_progress": _transfer_progress})

@@ -48,6 +48,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._transfer import transfer_verification
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _transfer_verification(results, shards=None, extra="fail"):
@@ -60,4 +61,4 @@ def _transfer_verification(results, shards=None, extra="fail"):
 
 class FilterModule(object):
     def filters(self):
-        return {"transfer_verification": _transfer_verification}
+        return guarded_filters({"transfer_verification": _transfer_verification})

@@ -40,6 +40,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def workload_consume_rates(document, samples_per_step):
@@ -65,4 +66,4 @@ def workload_consume_rates(document, samples_per_step):
 
 class FilterModule(object):
     def filters(self):
-        return {"workload_consume_rates": workload_consume_rates}
+        return guarded_filters({"workload_consume_rates": workload_consume_rates})

@@ -42,6 +42,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_plan import young_interval
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
 def _young_interval(write_s, mtbf_s):
@@ -53,4 +54,4 @@ def _young_interval(write_s, mtbf_s):
 
 class FilterModule(object):
     def filters(self):
-        return {"young_interval": _young_interval}
+        return guarded_filters({"young_interval": _young_interval})

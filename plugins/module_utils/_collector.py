@@ -17,14 +17,19 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import read_number
+
 try:
     from shlex import quote
 except ImportError:  # pragma: no cover - Python 2 fallback for very old nodes
     from pipes import quote
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# \Z, not $: "$" also matches before a final newline, which would reach the collector's markers
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]+\Z")
 MARKERS = ("@tool", "@sleep")
+# A week: no tool of a stage runs longer, and a bound keeps inf and 1e30 off the nodes.
+MAX_SECONDS = 7 * 24 * 3600
 NODE_TOKEN = "@node@"
 
 
@@ -39,12 +44,9 @@ def _tool_args(tool):
     name, timeout, argv = tool.get("name"), tool.get("timeout"), tool.get("argv")
     if not isinstance(name, str) or not _TOOL_NAME.match(name):
         raise ValueError("tool name %r must be letters, digits, '.', '_' or '-'" % (name,))
-    try:
-        timeout = int(timeout)
-    except (TypeError, ValueError):
-        raise ValueError("tool %s: timeout %r is not a whole number of seconds" % (name, timeout))
-    if timeout <= 0:
-        raise ValueError("tool %s: timeout must be > 0, got %d" % (name, timeout))
+    timeout, why = read_number(timeout, 1, MAX_SECONDS, integer=True)
+    if why:
+        raise ValueError("tool %s: timeout %s: it must be a whole number of seconds from 1 to %d" % (name, why, MAX_SECONDS))
     if not isinstance(argv, (list, tuple)) or not argv:
         raise ValueError("tool %s: argv must be a non-empty list" % name)
     argv = [str(a) for a in argv]
@@ -52,7 +54,11 @@ def _tool_args(tool):
         raise ValueError("tool %s: argv may not contain the collector's markers %s" % (name, MARKERS))
     args = ["@tool", name, str(timeout)] + argv
     if tool.get("pause_before"):
-        args = ["@sleep", str(float(tool["pause_before"]))] + args
+        # "inf" would leave the collector and its sleep on the node after the play ended
+        pause, why = read_number(tool["pause_before"], 0, MAX_SECONDS)
+        if why:
+            raise ValueError("tool %s: pause_before %s: it must be a number of seconds from 0 to %d" % (name, why, MAX_SECONDS))
+        args = ["@sleep", str(float(pause))] + args
     return args
 
 

@@ -30,6 +30,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     is_crash_line,
     is_shell_echo,
 )
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 
 def _strings(value):
@@ -78,7 +79,7 @@ def _json_locate(lines, result):
         if stripped and stripped != _SUCCESS:
             level = _RUN_LEVEL.search(stripped)
             if level:
-                if level.group(1).isdigit() and result["level"] is None:
+                if is_digits(level.group(1)) and result["level"] is None:
                     result["level"] = int(level.group(1))
             elif re.match(r"^(Error|ERROR)\b", stripped) or is_crash_line(stripped):
                 result["errors"].append("line %d: dcgmi reported: %s" % (number, stripped[:200]))

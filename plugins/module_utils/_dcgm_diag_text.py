@@ -25,6 +25,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     is_shell_echo,
     strip_launcher_prefix,
 )
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 
 # Names that DCGM prints in the Metadata section (and, in some 3.x builds, before Deployment).
@@ -290,7 +291,7 @@ class _TextParser(object):
             return
         level = _RUN_LEVEL.search(line)
         if level:
-            if self.result["level"] is None and level.group(1).isdigit():
+            if self.result["level"] is None and is_digits(level.group(1)):
                 self.result["level"] = int(level.group(1))
             return
         if line == _SUCCESS:

@@ -28,8 +28,11 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infin
 BEFORE_KEY = "counters-before"
 AFTER_KEY = "counters-after"
 DURING = "the fabric stage"
-_SNAPSHOT = ('r=$(printf "%s" "$1" | sed "s/@node@/${SLURMD_NODENAME:-$(hostname -s)}/g"); '
-             'echo "### node ${SLURMD_NODENAME:-$(hostname -s)}"; grep -H . "$r"/*/ports/*/counters/*; true')
+# POSIX sh: @node@ replaced by a loop of prefix/suffix expansions, not sed (a node name with '/' or
+# '&' would end or change sed's replacement).
+_SNAPSHOT = ('me=${SLURMD_NODENAME:-$(hostname -s)}; r=$1; out=; '
+             'while case $r in *@node@*) true ;; *) false ;; esac; do out=$out${r%%@node@*}$me; r=${r#*@node@}; done; '
+             'r=$out$r; printf "### node %s\\n" "$me"; grep -H . "$r"/*/ports/*/counters/*; true')
 _NODE = re.compile(r"^### node (\S+)\s*$")
 _LABEL = re.compile(r"^\s*(\d+): ")
 

@@ -45,7 +45,7 @@ DEFAULT_ARGS = ["-b", "8", "-e", "8", "-f", "2", "-n", "1", "-w", "0", "-c", "1"
 # Slurm 20.11 and before printed on stderr, each line prefixed "srun: ": "srun: MPI types are...".
 _HEADER = re.compile(r"^MPI (?:plugin )?types are\.\.\.\s*$")
 _VERSIONS = re.compile(r"^specific (\w+) plugin versions available:\s*(.*)$")
-_NAME = re.compile(r"^[A-Za-z][\w.-]*$")
+_NAME = re.compile(r"^[A-Za-z][\w.-]*\Z")
 _SRUN_PREFIX = re.compile(r"^srun: ")
 
 

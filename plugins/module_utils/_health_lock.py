@@ -22,6 +22,7 @@ import fcntl
 import json
 import os
 import time
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 
 class LockTimeout(Exception):
@@ -34,7 +35,7 @@ def _holder(path):
             text = handle.read(64).strip()
     except (IOError, OSError):
         return ""
-    return text if text.isdigit() else ""
+    return text if is_digits(text) else ""
 
 
 @contextlib.contextmanager

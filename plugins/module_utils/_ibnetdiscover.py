@@ -44,6 +44,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     new_result,
     strip_launcher_prefix,
 )
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 _ID = r"[SHR?]-[0-9A-Fa-f]{1,16}"
 _NODE = re.compile(
@@ -94,7 +95,7 @@ def _guid(hex_digits):
 
 def _rate(width, speed):
     """Link rate in Gb/s from '4x' and 'NDR'; None when unknown."""
-    if not width or not speed or speed not in LANE_RATES or not width[:-1].isdigit():
+    if not width or not speed or speed not in LANE_RATES or not is_digits(width[:-1]):
         return None
     value = int(width[:-1]) * LANE_RATES[speed]
     return int(value) if value == int(value) else value

@@ -133,6 +133,14 @@ def _judge_saves(parsed, profile, options, clock):
             text += ", %d node%s writing at once" % (rec["writers"], "" if rec["writers"] == 1 else "s")
         metrics = {"path": path, "write_s": rec["write_s"], "read_s": rec["read_s"], "write_mb_s": rate,
                    "read_mb_s": rec.get("read_mb_s"), "file_bytes": rec["file_bytes"], "floor_mb_s": floor}
+        longest = float(profile_get(profile, "plausibility.seconds_max", 604800))
+        odd = [name for name in ("write_s", "read_s") if is_number(rec.get(name)) and not 0 <= rec[name] <= longest]
+        if odd or (is_number(rate) and rate < 0):
+            checks.append(check_result("checkpoint.write", ERROR, "%s: not a plausible reading (%s; times from 0 to %s s, "
+                                       "plausibility.seconds_max): %s" % (component(kind, path), ", ".join(
+                                           "%s %s" % (n, rec[n]) for n in odd) or "rate %s MB/s" % rate,
+                                           fmt_num(longest), text), metrics, component(kind, path)))
+            continue
         if floor is not None and is_number(rate) and rate < floor:
             checks.append(check_result("checkpoint.write", FAIL, "%s writes the checkpoint at %s MB/s, below the "
                                        "floor %s MB/s (%s): %s" % (component(kind, path), fmt_num(rate), fmt_num(floor),

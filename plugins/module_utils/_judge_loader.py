@@ -78,6 +78,10 @@ def judge_loader(parsed, options=None):
     metrics = {"samples": done["samples"], "bytes": done.get("bytes"), "seconds": done["seconds"],
                "samples_per_s": rate, "mb_per_s": done.get("mb_per_s"), "workers": header.get("workers"),
                "simulated": simulated}
+    if (is_number(rate) and rate < 0) or (is_number(done["samples"]) and done["samples"] < 0):
+        checks.append(check_result("loader.throughput", ERROR, "%s: not a plausible reading: %s samples at %s samples/s"
+                                   % (TOOL, done["samples"], fmt_num(rate)), metrics, "probe", tool=TOOL))
+        return checks, metrics
     if not done["samples"] or not is_number(rate):
         checks.append(check_result("loader.throughput", FAIL, "%s read no samples from %s shard(s) (%s)"
                                    % (TOOL, header.get("shards"), header.get("source")), metrics, "storage", tool=TOOL))

@@ -266,7 +266,8 @@ def _compute(parsed, profile, simulated, device):
     if device != "cuda" and not simulated:
         return [check_result("sdc.compute", SKIP, "compute floor not judged: the probe ran on the CPU", None, tool=TOOL)]
     clock = " (simulated device clock)" if simulated else ""
-    slow, ok, no_peak, unmeasured = {}, [], set(), []
+    ceiling = float(profile_get(profile, "plausibility.tflops_over_peak", 2.0))
+    slow, ok, no_peak, unmeasured, implausible = {}, [], set(), [], []
     for r in parsed["results"]:
         if not r["workload"].startswith("gemm_"):
             continue
@@ -278,6 +279,8 @@ def _compute(parsed, profile, simulated, device):
         value = r.get("tflops")
         if not is_number(value):
             unmeasured.append("%s %s" % (gpu_name(r), r["workload"]))
+        elif value <= 0 or value > ceiling * peak:
+            implausible.append("%s %s %s TFLOPS" % (gpu_name(r), r["workload"], _sci(value)))
         elif value < fraction * peak:
             slow.setdefault(r["gpu"], (r, []))[1].append((precision, value, peak))
         else:
@@ -296,10 +299,14 @@ def _compute(parsed, profile, simulated, device):
     if unmeasured:
         checks.append(check_result("sdc.compute", ERROR, "%s measured no throughput for %s"
                                    % (TOOL, join_names(unmeasured)), None, "probe", tool=TOOL))
+    if implausible:  # a clock that jumped measures nothing: neither a slow GPU nor a pass
+        checks.append(check_result("sdc.compute", ERROR, "%s: not a plausible reading (at most %g x the dense peak, "
+                                   "plausibility.tflops_over_peak): %s" % (TOOL, ceiling, join_names(implausible)),
+                                   None, "probe", tool=TOOL))
     if no_peak:
         checks.append(check_result("sdc.compute", SKIP, "compute floor not judged for %s: the profile has no peak"
                                    % ", ".join(sorted(no_peak)), None, tool=TOOL))
-    if ok and not slow:
+    if ok and not slow and not implausible:
         checks.append(check_result("sdc.compute", PASS, "%d GEMM results at %d-%d %% of the dense peak%s (floor %d %%)"
                                    % (len(ok), int(min(ok) * 100), int(max(ok) * 100), clock, int(round(fraction * 100))),
                                    {"results": len(ok)}, tool=TOOL))

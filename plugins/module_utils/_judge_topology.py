@@ -24,6 +24,7 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, join_names, parse_error_results, profile_get)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_topo import parse_nvidia_topo
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 TOOL = "nvidia-smi topo -m"
 ARROW = u"\u2194"  # GPU2<->GPU5 in messages
@@ -288,7 +289,7 @@ def nic_gpus(topo):
     stage puts its buffer on for GPUDirect (perftest --use_cuda)."""
     out = {}
     for nic, info in sorted((topo.get("nic_affinity") or {}).items()):
-        gpus = [g for g in (info or {}).get("gpus") or [] if str(g).startswith("GPU") and str(g)[3:].isdigit()]
+        gpus = [g for g in (info or {}).get("gpus") or [] if str(g).startswith("GPU") and is_digits(str(g)[3:])]
         if gpus:
             out[str(info.get("name") or nic)] = {"gpu": int(str(gpus[0])[3:]), "relation": info.get("relation")}
     return out

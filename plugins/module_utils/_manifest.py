@@ -9,7 +9,10 @@ A manifest directory holds:
 - manifest-<alg>.txt, bagit.txt, bag-info.txt
                              a BagIt (RFC 8493) bag's tag files, payload paths under data/: link
                              the copy as data/ and any BagIt tool validates it
-- <ALG>SUMS                  "digest  path" lines, for sha256sum -c / sha512sum -c / md5sum -c
+- <ALG>SUMS                  "digest  path" lines, for sha256sum -c / sha512sum -c / md5sum -c;
+                             a name with a backslash, newline or carriage return is escaped the
+                             way GNU sha256sum writes it (a leading "\\", then \\\\, \\n, \\r), so
+                             no name can add a line of its own
 Creating is resumable: finished files go to manifest.journal.jsonl as they are hashed, and a
 re-run reuses every journal entry whose size and mtime are unchanged. Verifying reports each file
 that is missing, of the wrong size, of the wrong checksum, extra, or still being written
@@ -81,8 +84,11 @@ def is_partial(relpath, patterns=PARTIAL_PATTERNS):
     return any(fnmatch.fnmatch(name, p) for p in patterns) or bool(_RSYNC_TEMP.match(name))
 
 
-def walk(root, exclude=()):
-    """[(relpath, size, mtime_ns)] of the regular files under root, sorted; symlinks are not followed."""
+def walk(root, exclude=(), skipped=None):
+    """[(relpath, size, mtime_ns)] of the regular files under root, sorted; symlinks are not followed.
+
+    skipped: a list that receives "relpath (symlink)" / "relpath (not a regular file)" for every
+    entry left out that way, so a caller can say so instead of leaving it out without a word."""
     out = []
     root = os.path.abspath(root)
     for directory, dirs, files in os.walk(root):
@@ -98,8 +104,37 @@ def walk(root, exclude=()):
                 continue  # removed while we walked: the next look sees it gone
             if not os.path.islink(full) and os.path.isfile(full):
                 out.append((rel, st.st_size, st.st_mtime_ns))
+            elif skipped is not None:
+                skipped.append("%s (%s)" % (rel, "symlink" if os.path.islink(full) else "not a regular file"))
+        if skipped is not None:  # a symlinked directory is not walked (os.walk does not follow it)
+            skipped.extend("%s (symlink)" % os.path.relpath(os.path.join(directory, d), root).replace(os.sep, "/")
+                           for d in dirs if os.path.islink(os.path.join(directory, d)))
     out.sort()
+    if skipped is not None:
+        skipped.sort()
     return out
+
+
+def sums_line(digest, path):
+    """One line of <ALG>SUMS as GNU coreutils writes it: a name holding a backslash, a newline or a
+    carriage return is escaped (\\\\, \\n, \\r) and the line marked with a leading backslash."""
+    if "\\" in path or "\n" in path or "\r" in path:
+        escaped = path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+        return "\\%s  %s\n" % (digest, escaped)
+    return "%s  %s\n" % (digest, path)
+
+
+def _read_index(path):
+    """Every line of a manifest index as parsed JSON; ManifestError naming the first unreadable one
+    (unlike a journal, an index is written whole: a bad line is damage, not an interruption)."""
+    rows = []
+    with open(path) as handle:
+        for number, line in enumerate(handle, 1):
+            try:
+                rows.append(json.loads(line))
+            except ValueError as exc:
+                raise ManifestError("%s line %d is not JSON: %s" % (path, number, exc))
+    return rows
 
 
 def _read_jsonl(path):
@@ -136,7 +171,8 @@ def create_manifest(root, out_dir, algorithm="sha256", workers=4, exclude=(), pa
     if not os.path.isdir(root):
         raise ManifestError("%s is not a directory" % root)
     started = time.time()
-    files = walk(root, exclude)
+    skipped = []
+    files = walk(root, exclude, skipped)
     partial = [f for f in files if is_partial(f[0], partial_patterns)]
     files = [f for f in files if not is_partial(f[0], partial_patterns)]
     journal_path = os.path.join(out_dir, JOURNAL)
@@ -153,6 +189,7 @@ def create_manifest(root, out_dir, algorithm="sha256", workers=4, exclude=(), pa
             jobs.append((rel, os.path.join(root, rel), size, mtime))
     summary = {"files": len(files), "bytes": sum(f[1] for f in files), "reused": len(reuse),
                "hashed": len(jobs), "skipped_partial": [f[0] for f in partial][:MAX_LISTED],
+               "skipped_special": skipped[:MAX_LISTED], "skipped_special_count": len(skipped),
                "algorithm": algorithm, "manifest": out_dir}
     if check_mode:
         summary["hashed_bytes"] = sum(j[2] for j in jobs)
@@ -195,8 +232,42 @@ def write_manifest(out_dir, algorithm, entries, root=None):
                  % (header["created"][:10], total, len(entries)))
     if algorithm in HASHLIB:
         write_atomic(os.path.join(out_dir, "%sSUMS" % algorithm.upper()),
-                     "".join("%s  %s\n" % (e["digest"], e["path"]) for e in entries))
+                     "".join(sums_line(e["digest"], e["path"]) for e in entries))
     write_atomic(os.path.join(out_dir, INDEX), "\n".join(lines) + "\n")  # last: it marks the manifest done
+
+
+_DIGEST = re.compile(r"^[0-9a-f]{8,128}\Z")
+
+
+def _entry_problem(row):
+    """Why an index row is no file entry, or None."""
+    if not isinstance(row, dict):
+        return "not a JSON object"
+    rel, size, digest = row.get("path"), row.get("size"), row.get("digest")
+    if not isinstance(rel, str) or not rel or "\0" in rel:
+        return "no usable path (%r)" % (rel,)
+    if rel.startswith("/") or ".." in rel.split("/"):
+        return "path %r leaves the data root" % rel
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        return "size %r is not a byte count" % (size,)
+    if not isinstance(digest, str) or not _DIGEST.match(digest):
+        return "digest %r is not a hexadecimal checksum" % (digest,)
+    return None
+
+
+def _checked_entries(name, rows, first_line):
+    """The entries of an index or bag manifest, each valid and each path once; ManifestError naming
+    the line otherwise (a duplicate with another digest must not verify as a match)."""
+    seen = {}
+    for number, row in enumerate(rows, first_line):
+        problem = _entry_problem(row)
+        if problem:
+            raise ManifestError("%s line %d: %s" % (name, number, problem))
+        if row["path"] in seen:
+            raise ManifestError("%s line %d: %r is listed again (first on line %d)"
+                                % (name, number, row["path"], seen[row["path"]]))
+        seen[row["path"]] = number
+    return rows
 
 
 def load_manifest(path):
@@ -204,13 +275,17 @@ def load_manifest(path):
     bag's manifest-<alg>.txt when there is no index: sizes then unknown) or an index file."""
     index = os.path.join(path, INDEX) if os.path.isdir(path) else path
     if os.path.isfile(index):
-        rows = _read_jsonl(index)
-        if not rows or rows[0].get("manifest") != "gpucluster-manifest":
+        rows = _read_index(index)
+        if not rows or not isinstance(rows[0], dict) or rows[0].get("manifest") != "gpucluster-manifest":
             raise ManifestError("%s is not a gpucluster manifest index" % index)
         header, entries = rows[0], rows[1:]
+        if header.get("algorithm") not in ALGORITHMS:
+            raise ManifestError("%s line 1: algorithm %r is not one of %s" % (index, header.get("algorithm"),
+                                                                              ", ".join(ALGORITHMS)))
         if len(entries) != header.get("files"):
             raise ManifestError("%s lists %d files, its header %s: cut short?" % (index, len(entries), header.get("files")))
-        return {"algorithm": header["algorithm"], "entries": entries, "bytes": header.get("bytes")}
+        return {"algorithm": header["algorithm"], "entries": _checked_entries(index, entries, 2),
+                "bytes": header.get("bytes")}
     if os.path.isdir(path):
         for name in sorted(os.listdir(path)):
             m = re.match(r"^manifest-([a-z0-9]+)\.txt$", name)
@@ -223,7 +298,7 @@ def load_manifest(path):
                             raise ManifestError("%s line %d is not 'digest  data/path'" % (name, number))
                         rel = parts[1][5:].replace("%0A", "\n").replace("%0D", "\r").replace("%25", "%")
                         entries.append({"path": rel, "size": None, "digest": parts[0].lower()})
-                return {"algorithm": m.group(1), "entries": entries, "bytes": None}
+                return {"algorithm": m.group(1), "entries": _checked_entries(name, entries, 1), "bytes": None}
     raise ManifestError("no manifest at %s (neither %s nor a BagIt manifest-<alg>.txt)" % (path, INDEX))
 
 
@@ -253,8 +328,10 @@ def verify(root, manifest, shard=0, shards=1, cache_path=None, workers=4, partia
         raise ManifestError("shard %d is not one of 0..%d" % (shard, shards - 1))
     algorithm = manifest["algorithm"]
     new_hash(algorithm)
+    if not os.path.isdir(root):  # a copy that is not there is not a copy that matches, even of nothing
+        raise ManifestError("%s is not a directory: nothing to verify against the manifest" % root)
     mine = shard_entries(manifest["entries"], shard, shards)
-    present = dict((rel, (size, mtime)) for rel, size, mtime in walk(root, exclude)) if os.path.isdir(root) else {}
+    present = dict((rel, (size, mtime)) for rel, size, mtime in walk(root, exclude))
     listed = set(e["path"] for e in manifest["entries"])
     cache = {}
     if cache_path and os.path.exists(cache_path):

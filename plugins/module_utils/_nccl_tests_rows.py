@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     finite_number, is_non_finite_word)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 
 # A "[0] " rank label (MPICH/Intel MPI -prepend-rank / -l) glued inside a row.
@@ -206,7 +207,7 @@ def _parse_row(tokens, table):
 def _row_tokens(body):
     """Tokens of a candidate data row (two integers then a type name), else None."""
     tokens = _INLINE_LABEL.sub(" ", body).split()
-    if len(tokens) < 3 or not (tokens[0].isdigit() and tokens[1].isdigit()):
+    if len(tokens) < 3 or not (is_digits(tokens[0]) and is_digits(tokens[1])):
         return None
     if _is_value(tokens[2]):
         return None

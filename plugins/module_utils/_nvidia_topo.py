@@ -37,6 +37,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     new_result,
     strip_launcher_prefix,
 )
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 # CSI sequences (colours, underline: ESC [ ... m), charset selection (ESC ( B) and two-byte escapes.
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[()][0-9A-Za-z]|[@-Z\\-_])")
@@ -116,7 +117,7 @@ def _numa_value(value):
     """NUMA node as int when it is one number, the text otherwise ('0-1'), None when missing."""
     if value is None or is_missing(value):
         return None
-    if value.isdigit():
+    if is_digits(value):
         return int(value)
     return value
 
@@ -289,7 +290,7 @@ def parse_nvidia_topo(text):
 
     for nic in nics:
         result["nic_devices"][nic] = result["nic_names"].get(nic, nic)
-    if any(n.startswith("NIC") and n[3:].isdigit() for n in nics) and not result["nic_names"]:
+    if any(n.startswith("NIC") and is_digits(n[3:]) for n in nics) and not result["nic_names"]:
         warnings.append("NIC columns are numbered but no 'NIC Legend:' block maps them to "
                         "device names")
     result["nic_affinity"] = _nic_affinity(gpus, nics, result["matrix"], result["nic_names"])

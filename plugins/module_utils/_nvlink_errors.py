@@ -29,6 +29,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, profile_get)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 TOOL_BEFORE = "nvlink-errors-before"
 TOOL_AFTER = "nvlink-errors-after"
@@ -58,7 +59,7 @@ def parse_nvlink_errors(text):
         match = _LINK.match(line)
         if match and gpu is not None:
             value = match.group(3)
-            if value.isdigit():
+            if is_digits(value):
                 value = int(value)
             elif value.upper() == "N/A":
                 value = None

@@ -40,6 +40,7 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import lines_of, new_result
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 # Generation -> transfer rate (GT/s) per lane, PCI Express Base Specification.
 GEN_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
@@ -113,7 +114,7 @@ def parse_pcie_sysfs(text):
                                         % (number, match.group("ca"), kind, value))
             device["%s_gen" % kind] = gen
         else:
-            width = int(value) if value.isdigit() and int(value) in WIDTHS else None
+            width = int(value) if is_digits(value) and int(value) in WIDTHS else None
             if width is None:
                 result["errors"].append("line %d: %s %s link width is %r, not a PCIe width"
                                         % (number, match.group("ca"), kind, value))

@@ -30,6 +30,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._perftest import parse_perftest
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 STAGE = "rdma"
 SECTION = "@@@ gpucluster-perftest"
@@ -69,7 +70,7 @@ DRIVER = r'''
 me=${SLURMD_NODENAME:-$(hostname -s)}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpucluster-perftest.XXXXXX") || exit 70
 trap 'rm -rf "$dir"' EXIT
-root=${1//@node@/$me}; shift
+root=${1//@node@/"$me"}; shift
 snap() { [ -n "$root" ] || return 0; timeout -k 5 60 grep -H . "$root"/*/ports/*/counters/* > "$dir/$1" 2>&1; echo $? > "$dir/$1.rc"; }
 snap before
 keys=(); n=0
@@ -105,9 +106,9 @@ done
 wait
 snap after
 for entry in "${keys[@]}"; do
-  set -- $entry
-  printf '@@@ gpucluster-perftest %s %s rc=%s\n' "$2" "$3" "$(cat "$dir/$1.rc" 2>/dev/null)"
-  cat "$dir/$1"
+  read -r num key role <<< "$entry"
+  printf '@@@ gpucluster-perftest %s %s rc=%s\n' "$key" "$role" "$(cat "$dir/$num.rc" 2>/dev/null)"
+  cat "$dir/$num"
 done
 if [ -n "$root" ]; then
   for when in before after; do
@@ -119,7 +120,9 @@ fi
 
 
 def natural_key(text):
-    return [int(p) if p.isdigit() else p for p in _NATURAL.split(str(text))]
+    """gpu2 before gpu10; comparable whatever the name holds (a digit run too long to be a
+    number, other scripts' digits: sorted as text)."""
+    return [(0, int(p), "") if is_digits(p) else (1, 0, p) for p in _NATURAL.split(str(text))]
 
 
 def rail_nics(node_info, profile_nics, nics_per_node):
@@ -213,7 +216,7 @@ def split_sections(text):
         match = _SECTION.match(line)
         if match:
             rc = match.group(3)
-            current = {"output": [], "rc": int(rc) if rc.lstrip("-").isdigit() else None}
+            current = {"output": [], "rc": int(rc) if is_digits(rc.lstrip("-")) else None}
             sections[(match.group(1), match.group(2))] = current
         elif current is not None:
             current["output"].append(line)
@@ -274,6 +277,12 @@ def judge_test(test, server, client, opts):
         problems = list(parsed.get("errors") or []) or ["exit status %s" % client["rc"]]
         out.update(outcome="invalid", component="perftest", evidence=problems[:3],
                    sentence="%s: no bandwidth in the client's output (rc %s): %s" % (where, client["rc"], problems[0]))
+        return out
+    ceiling = float(opts.get("max_gbits") or 1600)
+    if not 0 < float(value) <= ceiling:  # a garbled or impossible figure measured nothing
+        out.update(outcome="invalid", component="perftest", evidence=[str(value)],
+                   sentence="%s: %s Gb/s is not a plausible reading (0 to %g, plausibility.rdma_gbits_max)"
+                   % (where, value, ceiling))
         return out
     row = parsed["rows"][-1]
     out.update(outcome="ok", gbits=float(value),

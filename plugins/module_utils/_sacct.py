@@ -34,6 +34,7 @@ import datetime
 import json
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import expand_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 SACCT_FIELDS = ("JobID", "JobName", "Partition", "State", "ExitCode", "Submit", "Start", "End", "ElapsedRaw",
                 "NNodes", "NodeList")
@@ -55,7 +56,7 @@ def parse_time(text):
     text = (text or "").strip()
     if not text or text in ("Unknown", "None", "N/A"):
         return None
-    if text.isdigit():  # SLURM_TIME_FORMAT=%s in the caller's environment: epoch seconds
+    if is_digits(text):  # SLURM_TIME_FORMAT=%s in the caller's environment: epoch seconds
         return datetime.datetime.fromtimestamp(int(text))
     for fmt in _TIME_FORMATS:
         try:
@@ -68,7 +69,7 @@ def parse_time(text):
 def _exit_code(text):
     """'a:b' -> (exit status a, signal b); (None, None) when unreadable."""
     parts = (text or "").strip().split(":")
-    if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+    if len(parts) == 2 and is_digits(parts[0]) and is_digits(parts[1]):
         return int(parts[0]), int(parts[1])
     return None, None
 
@@ -123,8 +124,8 @@ def parse_sacct(text):
                   "partition": row.get("Partition", "").strip(), "state": state, "state_detail": state_text,
                   "exit_status": exit_status, "signal": signal, "submit": parse_time(row.get("Submit")),
                   "start": parse_time(row.get("Start")), "end": parse_time(row.get("End")),
-                  "elapsed_s": int(elapsed) if elapsed.isdigit() else None,
-                  "nodes": int(nodes) if nodes.isdigit() else len(names), "nodelist": nodelist, "node_names": names,
+                  "elapsed_s": int(elapsed) if is_digits(elapsed) else None,
+                  "nodes": int(nodes) if is_digits(nodes) else len(names), "nodelist": nodelist, "node_names": names,
                   "line": line.strip()}
         if record["elapsed_s"] is None and record["start"] and record["end"]:
             record["elapsed_s"] = max(0, int((record["end"] - record["start"]).total_seconds()))

@@ -36,7 +36,8 @@ PRELUDE = (
     'for v in $(compgen -e); do case $v in SLURMD_NODENAME) ;; '
     'SLURM_* | PMI_* | PMIX_* | OMPI_* | I_MPI_* | MPI_LOCALRANKID | MPI_LOCALNRANKS) unset "$v" ;; esac; done; '
     'printf "==> gpucluster-node %s <==\\n" "$node"; '
-    'args=(); for a in "$@"; do args+=("${a//' + NODE_TOKEN + '/$node}"); done; '
+    # the replacement quoted: bash 5.2's patsub_replacement would turn a '&' in the name into @node@
+    'args=(); for a in "$@"; do args+=("${a//' + NODE_TOKEN + '/"$node"}"); done; '
     '"${args[@]}" 2>&1 | base64 -w 76'
 )
 

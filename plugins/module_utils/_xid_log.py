@@ -45,6 +45,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     new_result,
     strip_launcher_prefix,
 )
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
@@ -173,7 +174,7 @@ def _parse_xid(message):
     pid_match = _PID.match(rest)
     if pid_match:
         raw_pid = _clean_value(pid_match.group("pid"))
-        if raw_pid is not None and raw_pid.isdigit():
+        if raw_pid is not None and is_digits(raw_pid):
             pid = int(raw_pid)
         rest = rest[pid_match.end():]
     name_match = _NAME.match(rest)

@@ -124,6 +124,16 @@ hashed:
   description: Files hashed in this run (created); the rest came from the journal of an interrupted run.
   returned: state=created
   type: int
+skipped_special:
+  description: Symlinks and other entries that are no regular file, left out of the manifest, each
+    with why (C(link.bin (symlink))); the first 1000.
+  returned: state=created
+  type: list
+  elements: str
+skipped_special_count:
+  description: How many entries were left out that way.
+  returned: state=created
+  type: int
 bytes_per_s:
   description: Hashing throughput of this run (created).
   returned: state=created, not in check mode
@@ -222,6 +232,9 @@ def main():
                               check_mode=module.check_mode, partial_patterns=p["partial_patterns"])
     except (ManifestError, OSError) as exc:
         module.fail_json(msg="%s: %s" % (p["state"], exc))
+    except Exception as exc:  # pylint: disable=broad-except  # a defect is a failure that says so, not a traceback
+        module.fail_json(msg="%s: unexpected %s: %s (manifest %s, path %s)"
+                         % (p["state"], type(exc).__name__, exc, p["manifest"], p["path"]))
     module.exit_json(changed=False, **result)
 
 

@@ -117,6 +117,11 @@ options:
     description: Link rate in Gb/s when ibstat gave none (the profile's C(infiniband.port_rate)).
     type: float
     default: 0
+  max_gbits:
+    description: A test's Gb/s above this is no plausible reading (an error, never a pass; the
+      profile's C(plausibility.rdma_gbits_max)).
+    type: float
+    default: 1600
   counters_root:
     description:
       - The sysfs directory of the HCAs (C(/sys/class/infiniband)); each node's task reads its port
@@ -199,6 +204,7 @@ def main():
             seed=dict(type="int", default=0),
             min_fraction=dict(type="float", default=0.9),
             port_rate=dict(type="float", default=0),
+            max_gbits=dict(type="float", default=1600),
             counters_root=dict(type="str", default=""),
             counter_limits=dict(type="dict", default={}),
             localize=dict(type="dict", default={}),

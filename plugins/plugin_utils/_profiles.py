@@ -26,7 +26,7 @@ PROFILES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "profiles")
 COMMON = "_common"
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _NVLINK_RE = re.compile(r"^NV\d+$")
 RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
 XID_SEVERITIES = ("fail", "warn", "ignore")
@@ -69,6 +69,12 @@ SCHEMA = {
         "busbw_max_single_node": (("null", ("num", 1, None)), False),
         "busbw_max_multi_node": (("null", ("num", 1, None)), False),
     }), True),
+    # Readings beyond what the hardware can do: an error, never a pass (SDC, RDMA, checkpoint).
+    "plausibility": (("dict", {
+        "tflops_over_peak": (("num", 1, 100), True),
+        "rdma_gbits_max": (("num", 1, None), True),
+        "seconds_max": (("num", 1, None), True),
+    }), False),
     "peers": (("dict", {
         "k": (("num", 0.1, 100), True),
         "min_rel_drop": (("num", 0, 1), True),

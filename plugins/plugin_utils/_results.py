@@ -256,6 +256,10 @@ def build_document(run, checks, targets=(), raw=None, documents=None, state="com
     nodes = list(targets or ())
     verdict = _run_state.run_verdict(records, nodes)
     per_node, cluster = verdict.pop("nodes"), verdict.pop("cluster")
+    if state != "complete" and verdict["status"] == "pass":
+        # A run still going (or killed) has no verdict yet: what it found so far is no pass.
+        verdict.update(status="fail", message="the run has not finished (state %s): no verdict yet; so far %s"
+                       % (state, verdict["message"]))
     run_record = dict((k, v) for k, v in (run or {}).items()
                       if k in ("id", "playbook", "started", "finished", "replay_of", "profile", "warnings"))
     run_record["state"] = state

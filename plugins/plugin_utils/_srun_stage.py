@@ -9,7 +9,8 @@ the nodes whose tool lines and environment are the same (``@node@`` keeps per-no
 the line), asks Slurm which nodes can run a step, runs one step per group (the groups at once;
 one node at a time for the stages that must run alone), splits the output per node and hands each
 node's output to the same judge as over SSH. A node srun could not reach is an error with
-component ``transport``; the others go on.
+component ``transport``; a stage Slurm itself could not run there (slurmctld gone, the step
+refused) is a ``scheduler`` error that keeps the node in the run; the others go on.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,6 +28,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils import _srun
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_argv
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import run_one
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 
 try:
     from ansible.parsing.mod_args import ModuleArgsParser
@@ -209,8 +211,14 @@ class SrunStage(object):
         self._lock = threading.Lock()
 
     def _unreached(self, node, why):
+        """The node's output when no task of the stage ran there. Slurm's own failure (slurmctld
+        gone, the step refused: classify_failure on srun's or sinfo's words) is a ``scheduler``
+        error and the node stays in the run; otherwise the node could not be reached
+        (``transport``: Slurm reports it down, its task never answered) and is not tried again."""
+        found = classify_failure(why)
         self.outputs[node] = {"tools": {}, "errors": ["%s: srun could not run the %s stage there: %s"
-                                                      % (node, self.stage, why)], "component": "transport"}
+                                                      % (node, self.stage, why)],
+                              "component": found["component"] if found else "transport"}
 
     def _run_group(self, nodes, args):
         try:

@@ -37,8 +37,8 @@ SLURM_AUTHS = ("munge", "none")
 MAX_NODES = 1024
 MAX_CPUS_PER_NODE = 1024
 
-_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-_PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}\Z")
+_PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?\Z")
 
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",

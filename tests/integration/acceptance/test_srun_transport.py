@@ -10,13 +10,15 @@ not tried again), a hung tool is killed at its timeout inside the step, and noth
 is left behind.
 """
 import os
+import signal
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
 
-from harness import SimRun, playbook, poll, spec
+from harness import Run, SimRun, playbook, playbook_started, poll, spec, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_faults import RUN_A, SKIP, expected, faults  # noqa: E402  pylint: disable=wrong-import-position
@@ -146,3 +148,39 @@ def test_check_mode_under_srun_lists_every_node_and_runs_nothing(four):
     assert "dcgm on gpu[001-004] (4 node(s)): dcgmi diag -r 3 -j" in run.output
     assert "Stage topology over srun" in run.output
     assert not _sim_processes(four.run_dir, "dcgmi")
+
+
+AFTER_DCGM = ("sdc", "infiniband", "nccl_single_node")
+
+
+def test_slurmctld_killed_mid_run_is_a_scheduler_error_of_every_later_stage_and_blames_no_node(tmp_path):
+    """slurmctld dies while the dcgm step runs: every later per-node stage is a scheduler error of
+    every node (the nodes stay in the run, each stage records them), no node has a measured fault,
+    no advice sends hardware back, and the headline says why the nodes were not judged."""
+    with SimRun(spec("sctl", count=4, tool_times={"dcgmi_diag_r3": 4}), tmp_path) as sim:
+        proc = playbook_started(sim.inventory, sim.artifacts, "--skip-tags", "fabric,workload,rdma", *SRUN)
+        try:
+            wait_for(lambda: _sim_processes(sim.run_dir, "diag"), 300, "the dcgm step running")
+            os.kill(int((sim.run_dir / "pid" / "slurmctld.pid").read_text()), signal.SIGKILL)
+            out, err = proc.communicate(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        run = Run(types.SimpleNamespace(returncode=proc.returncode, stdout=out, stderr=err), sim.artifacts)
+    assert run.rc != 0
+    nodes = ["gpu%03d" % i for i in range(1, 5)]
+    for node in nodes:
+        for stage in AFTER_DCGM:
+            mine = [c for c in run.results["checks"] if c["node"] == node and c["stage"] == stage]
+            assert len(mine) == 1, (node, stage, mine)
+            assert mine[0]["status"] == "error" and mine[0]["component"] == "scheduler", mine[0]
+            assert "Unable to contact slurm controller" in mine[0]["message"], mine[0]
+        assert run.results["nodes"][node]["stages"]["sdc"] == "error"
+    assert not [c for c in run.results["checks"] if c["status"] == "fail"]
+    assert run.results["verdict"]["message"] == (
+        "4 of 4 node(s) failed acceptance: gpu001, gpu002, gpu003, gpu004 "
+        "(0 with a measured fault; 4 not judged \u2014 scheduler error: 4)")
+    summary = run.output[run.output.index("gpucluster.acceptance verdict:"):]
+    steps = summary[summary.index("next steps:"):]
+    assert "fix Slurm (controller, partition, node state)" in steps, steps
+    assert not any(word in steps for word in ("RMA", "reseat", "replace")), steps

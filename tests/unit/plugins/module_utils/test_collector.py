@@ -43,8 +43,17 @@ def test_environment_reaches_the_tools():
 
 @pytest.mark.parametrize("tool, message", [
     ({"name": "a b", "timeout": 5, "argv": ["x"]}, "tool name"),
-    ({"name": "a", "timeout": 0, "argv": ["x"]}, "timeout must be > 0"),
-    ({"name": "a", "timeout": "soon", "argv": ["x"]}, "not a whole number"),
+    # "$" would accept the name before a final newline: the collector's markers would break
+    ({"name": "a\n", "timeout": 5, "argv": ["x"]}, "tool name"),
+    ({"name": "a", "timeout": 0, "argv": ["x"]}, "timeout 0 is below 1"),
+    ({"name": "a", "timeout": "soon", "argv": ["x"]}, "timeout 'soon' is not a number"),
+    ({"name": "a", "timeout": float("inf"), "argv": ["x"]}, "timeout inf is not a finite number"),
+    ({"name": "a", "timeout": "1e30", "argv": ["x"]}, "timeout '1e30' is above 604800"),
+    ({"name": "a", "timeout": True, "argv": ["x"]}, "timeout True is not a number"),
+    ({"name": "a", "timeout": "\u0663", "argv": ["x"]}, "is not a number"),
+    ({"name": "a", "timeout": 2.5, "argv": ["x"]}, "timeout 2.5 is not a whole number"),
+    ({"name": "a", "timeout": 5, "argv": ["x"], "pause_before": "inf"}, "pause_before 'inf' is not a number"),
+    ({"name": "a", "timeout": 5, "argv": ["x"], "pause_before": float("nan")}, "pause_before nan is not a finite"),
     ({"name": "a", "timeout": 5, "argv": []}, "non-empty list"),
     ({"name": "a", "timeout": 5, "argv": ["x", "@tool"]}, "markers"),
     ("nvidia-smi", "must be a dict"),
@@ -57,6 +66,8 @@ def test_bad_tool_definitions_are_refused(tool, message):
 def test_bad_environment_name_is_refused():
     with pytest.raises(ValueError, match="not valid"):
         collector_command([{"name": "a", "timeout": 5, "argv": ["x"]}], SCRIPT, environment={"A;B": "1"})
+    with pytest.raises(ValueError, match="not valid"):
+        collector_command([{"name": "a", "timeout": 5, "argv": ["x"]}], SCRIPT, environment={"A\n": "1"})
 
 
 def test_node_token_is_the_inventory_name_over_ssh_and_left_for_the_node_under_srun():

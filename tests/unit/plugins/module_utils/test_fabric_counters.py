@@ -70,3 +70,17 @@ def test_the_root_reaches_the_shell_as_an_argument():
     argv = fc.snapshot_argv(["gpu001"], {"counters_root": "/x; touch /tmp/pwned", "launcher_args": []})
     assert argv[-1] == "/x; touch /tmp/pwned" and argv[-2] == "sh" and "/x" not in argv[-3]
     assert fc.snapshot_argv(["gpu001"], {"counters_root": "/sys/class/infiniband/"})[-1] == "/sys/class/infiniband"
+
+
+def test_the_node_name_goes_into_the_root_whole_whatever_it_holds(tmp_path):
+    """The snapshot's sh puts the node's name in for @node@ without sed: '/', '&' and '\\' stay."""
+    import subprocess
+    node = "a&b\\c"
+    root = tmp_path / node / "mlx5_0" / "ports" / "1" / "counters"
+    root.mkdir(parents=True)
+    (root / "symbol_error").write_text("7\n")
+    argv = fc.snapshot_argv(["x"], {"counters_root": str(tmp_path / "@node@")})
+    shell = argv[argv.index("sh"):]
+    proc = subprocess.run(shell, env={"PATH": "/usr/bin:/bin", "SLURMD_NODENAME": node}, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.stdout.splitlines() == ["### node %s" % node, "%s/symbol_error:7" % root]

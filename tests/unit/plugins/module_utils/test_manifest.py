@@ -3,6 +3,7 @@ import json
 import os
 
 import pytest
+from hypothesis import given, strategies as st
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _manifest
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._manifest import (
@@ -165,3 +166,98 @@ def test_progress_rate_eta_and_cost_from_observations(tmp_path):
     # outside the window the old observation no longer counts
     third = progress(str(tmp_path / "dst"), manifest, state, window_s=5, now=1100.0)
     assert third["rate_bytes_per_s"] is None
+
+
+def test_names_with_newline_backslash_or_cr_are_escaped_the_way_sha256sum_checks_them(tmp_path):
+    """A newline in a name cannot add a line to SHA256SUMS: real sha256sum -c reads every name back."""
+    import shutil
+    import subprocess
+    root = tmp_path / "src"
+    root.mkdir()
+    names = ["plain.bin", "a\nb", "c\\d", "e\rf", "x\n" + "0" * 64 + "  outside.bin"]
+    for i, name in enumerate(names):
+        (root / name).write_bytes(b"%d" % i)
+    out = tmp_path / "m"
+    _manifest.create_manifest(str(root), str(out), workers=1)
+    sums = (out / "SHA256SUMS").read_text()
+    assert len(sums.splitlines()) == len(names)
+    assert shutil.which("sha256sum"), "coreutils sha256sum is part of the machine (Debian 12)"
+    check = subprocess.run(["sha256sum", "--strict", "-c", str(out / "SHA256SUMS")], cwd=str(root),
+                           capture_output=True, text=True, timeout=60, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count(": OK") == len(names)
+    # the injected "digest  outside.bin" is part of one escaped name, never a line of its own
+    assert not any(line.startswith("outside.bin") for line in check.stdout.splitlines())
+
+
+def test_symlinks_and_special_files_are_reported_not_dropped_silently(tmp_path):
+    root = tmp_path / "src"
+    (root / "dir").mkdir(parents=True)
+    (root / "dir" / "real.bin").write_bytes(b"x")
+    os.symlink("real.bin", str(root / "dir" / "link.bin"))
+    os.symlink("dir", str(root / "linkdir"))
+    os.mkfifo(str(root / "fifo"))
+    summary = _manifest.create_manifest(str(root), str(tmp_path / "m"), workers=1)
+    assert summary["files"] == 1
+    assert summary["skipped_special"] == ["dir/link.bin (symlink)", "fifo (not a regular file)", "linkdir (symlink)"]
+    assert summary["skipped_special_count"] == 3
+
+
+def _index(tmp_path, rows, files=None):
+    path = tmp_path / "idx" / _manifest.INDEX
+    path.parent.mkdir(exist_ok=True)
+    header = {"manifest": "gpucluster-manifest", "version": 1, "algorithm": "sha256",
+              "files": len(rows) if files is None else files, "bytes": 1}
+    path.write_text("\n".join(json.dumps(r) if not isinstance(r, str) else r for r in [header] + rows) + "\n")
+    return str(path.parent)
+
+
+GOOD = {"path": "a.bin", "size": 1, "digest": "ab" * 32}
+
+
+@pytest.mark.parametrize("row, words", [
+    (dict(GOOD, digest="cd" * 32), "'a.bin' is listed again (first on line 2)"),
+    ({"path": "b.bin", "size": 1}, "digest None is not a hexadecimal checksum"),
+    ({"path": "b.bin", "size": "1", "digest": "ab" * 32}, "size '1' is not a byte count"),
+    ({"path": "b.bin", "size": -1, "digest": "ab" * 32}, "size -1 is not a byte count"),
+    ({"path": "", "size": 1, "digest": "ab" * 32}, "no usable path"),
+    ({"path": ["x"], "size": 1, "digest": "ab" * 32}, "no usable path"),
+    ({"path": "../etc/passwd", "size": 1, "digest": "ab" * 32}, "leaves the data root"),
+    ({"path": "/etc/passwd", "size": 1, "digest": "ab" * 32}, "leaves the data root"),
+    ("[1, 2]", "not a JSON object"),
+    ("{not json", "line 3 is not JSON"),
+])
+def test_every_malformed_index_row_is_an_error_naming_its_line(tmp_path, row, words):
+    with pytest.raises(_manifest.ManifestError) as caught:
+        _manifest.load_manifest(_index(tmp_path, [GOOD, row]))
+    assert words in str(caught.value) and "line 3" in str(caught.value)
+
+
+def test_a_bag_manifest_with_a_duplicate_path_is_refused(tmp_path):
+    (tmp_path / "manifest-sha256.txt").write_text("%s  data/a\n%s  data/a\n" % ("ab" * 32, "cd" * 32))
+    with pytest.raises(_manifest.ManifestError, match="manifest-sha256.txt line 2: 'a' is listed again"):
+        _manifest.load_manifest(str(tmp_path))
+
+
+def test_a_root_that_does_not_exist_never_verifies(tmp_path):
+    empty = _manifest.load_manifest(_index(tmp_path, []))
+    with pytest.raises(_manifest.ManifestError, match="is not a directory: nothing to verify"):
+        _manifest.verify(str(tmp_path / "nowhere"), empty)
+
+
+FIELD_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=6), st.just("ab" * 32),
+                         st.lists(st.integers(), max_size=2))
+ROWS = st.lists(st.one_of(st.dictionaries(st.sampled_from(["path", "size", "digest", "x"]), FIELD_VALUES),
+                          st.text(max_size=10)), max_size=4)
+
+
+@given(rows=ROWS)
+def test_any_index_loads_or_is_a_manifest_error(tmp_path_factory, rows):
+    """Property: whatever the index holds, load_manifest returns valid entries or raises ManifestError."""
+    folder = tmp_path_factory.mktemp("prop")
+    try:
+        manifest = _manifest.load_manifest(_index(folder, rows))
+    except _manifest.ManifestError:
+        return
+    for entry in manifest["entries"]:
+        assert isinstance(entry["path"], str) and entry["path"] and isinstance(entry["digest"], str)

@@ -96,3 +96,13 @@ def test_slurm_states_and_which_nodes_a_step_can_use():
     assert "not responding" in _srun.unusable_reason(states["gpu002"])
     assert _srun.unusable_reason(states["gpu003"]) == "Slurm reports it drained"
     assert _srun.unusable_reason(None) == "Slurm does not know the node"
+
+
+def test_a_node_name_with_an_ampersand_is_put_in_whole():
+    """bash 5.2's patsub_replacement turns an unquoted '&' in ${a//pat/rep} into the matched text:
+    the prelude quotes the name, so 'gp&u' reaches the tool as 'gp&u', not 'gp@node@u'."""
+    out = task_output("gp&u", ["sh", "-c", 'printf "%s\\n" "$1"', "sh", "/data/@node@/x"])
+    lines = out.splitlines()
+    assert lines[0] == "==> gpucluster-node gp&u <=="
+    import base64
+    assert base64.b64decode("".join(lines[1:])).decode() == "/data/gp&u/x\n"

@@ -96,3 +96,15 @@ def test_load_refuses_an_old_or_broken_document(tmp_path):
 
 def test_finite_leaves_finite_numbers_alone():
     assert _results.finite({"a": [1, 2.5, {"b": math.pi}]}) == {"a": [1, 2.5, {"b": math.pi}]}
+
+
+def test_a_document_of_a_run_still_going_never_says_pass():
+    """A killed run leaves a 'running' document: what it found so far is no verdict, never a pass."""
+    running = _results.build_document(RUN, [check("a")], ["a"], state="running")
+    assert running["verdict"]["status"] == "fail" and running["run"]["state"] == "running"
+    assert running["verdict"]["message"] == "the run has not finished (state running): no verdict yet; so far all 1 node(s) passed"
+    assert _results.validate(running) == []
+    done = _results.build_document(RUN, [check("a")], ["a"], state="complete")
+    assert done["verdict"]["status"] == "pass" and done["verdict"]["message"] == "all 1 node(s) passed"
+    failing = _results.build_document(RUN, [check("a", "fail")], ["a"], state="running")
+    assert failing["verdict"]["message"].startswith("1 of 1 node(s) failed acceptance")  # a failure is one already

@@ -50,3 +50,31 @@ def test_the_variables_a_stage_uses_are_followed_through_their_own_templates():
     assert _srun_stage._overlay(own, base, task_vars, {}, names) == {"inventory_hostname": "gpu002"}  # pylint: disable=protected-access
     # a template that cannot be read: every host is rendered (None), never a wrong shortcut
     assert _srun_stage.referenced_names({"tools": "{{ x | y( }}"}, {}) is None
+
+
+def _tool(tmp_path, name, text, rc):
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\necho '%s' >&2\nexit %d\n" % (text, rc))
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_slurm_itself_gone_is_a_scheduler_error_and_the_node_stays_in_the_run(tmp_path):
+    """sinfo's own words when slurmctld is gone (Slurm 22.05): a scheduler error, not an unreachable node."""
+    from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._srun_stage import SrunStage
+    sinfo = _tool(tmp_path, "sinfo", "slurm_load_node: Unable to contact slurm controller (connect failure)", 1)
+    stage = SrunStage("dcgm", "#!/bin/bash\n", {"sinfo": sinfo, "sinfo_timeout": 30})
+    outputs = stage.run({"gpu001": {"tools": []}, "gpu002": {"tools": []}})
+    for node in ("gpu001", "gpu002"):
+        assert outputs[node]["component"] == "scheduler", outputs[node]
+        assert "Unable to contact slurm controller" in outputs[node]["errors"][0]
+
+
+def test_a_node_slurm_reports_down_is_a_transport_error(tmp_path):
+    from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._srun_stage import SrunStage
+    sinfo = tmp_path / "sinfo"
+    sinfo.write_text("#!/bin/sh\necho 'gpu001|down*'\n")
+    sinfo.chmod(0o755)
+    outputs = SrunStage("dcgm", "#!/bin/bash\n", {"sinfo": str(sinfo), "sinfo_timeout": 30}).run({"gpu001": {"tools": []}})
+    assert outputs["gpu001"]["component"] == "transport"
+    assert "Slurm reports it down* (not responding)" in outputs["gpu001"]["errors"][0]

@@ -1,0 +1,77 @@
+"""The filter family: every filter of the collection, tried with garbage in every argument.
+
+Property: a filter returns, or raises AnsibleFilterError naming itself; never a bare Python
+exception (which Ansible reports as an "unexpected templating type error" naming neither the
+filter nor the input). New filters are found by listing plugins/filter: none can be forgotten.
+"""
+import importlib
+import inspect
+import math
+
+import pytest
+from hypothesis import given, strategies as st
+from ansible.errors import AnsibleError, AnsibleFilterError
+
+from conftest import REPO
+
+PACKAGE = "ansible_collections.gpucluster.acceptance.plugins.filter."
+FILTERS = sorted((name, function) for path in sorted((REPO / "plugins" / "filter").glob("*.py"))
+                 if not path.name.startswith("_")
+                 for name, function in importlib.import_module(PACKAGE + path.stem).FilterModule().filters().items())
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 6, 10 ** 6),
+                    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["", "x", "9" * 5000, "1e309", "\x00", "²"]),
+                    st.text(max_size=20))
+
+
+def _containers(inner):
+    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4))
+
+
+GARBAGE = st.recursive(SCALARS, _containers, max_leaves=12)
+
+
+def test_every_filter_is_found_and_guarded():
+    assert len(FILTERS) >= 37
+    for name, function in FILTERS:
+        assert getattr(function, "__wrapped__", None) is not None, "%s is not wrapped by guarded_filters" % name
+
+
+def _positional(function):
+    params = inspect.signature(function).parameters.values()
+    return [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+@given(chosen=st.sampled_from(FILTERS), data=st.data())
+def test_garbage_in_any_argument_is_a_named_filter_error_or_a_result(chosen, data):
+    """One property over the family: each case draws a filter, then garbage for its arguments."""
+    name, function = chosen
+    params = _positional(function)
+    required = [p for p in params if p.default is inspect.Parameter.empty]
+    optional = [p for p in params if p.default is not inspect.Parameter.empty]
+    args = [data.draw(GARBAGE, label=p.name) for p in required]
+    kwargs = dict((p.name, data.draw(GARBAGE, label=p.name)) for p in optional if data.draw(st.booleans()))
+    try:
+        function(*args, **kwargs)
+    except AnsibleFilterError as exc:
+        assert name in str(exc) or str(exc), exc
+    except AnsibleError:
+        pass  # a filter's own clear error (AnsibleError's family) is a clear error too
+
+
+def test_an_input_error_names_the_filter_and_what_it_got():
+    (function,) = [f for n, f in FILTERS if n == "young_interval"]
+    with pytest.raises(AnsibleFilterError) as caught:
+        function({"not": "a number"}, [])
+    assert "young_interval" in str(caught.value)
+
+
+def test_an_infinite_number_does_not_pass_for_a_plan():
+    """inf in a plan's inputs is refused or yields no number, never an infinite interval."""
+    for name in ("young_interval", "daly_interval"):
+        (function,) = [f for n, f in FILTERS if n == name]
+        try:
+            result = function(float("inf"), 3600.0)
+        except AnsibleError:
+            continue
+        assert result is None or (isinstance(result, (int, float)) and math.isfinite(result)), (name, result)
