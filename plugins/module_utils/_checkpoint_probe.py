@@ -21,6 +21,7 @@ __metaclass__ = type
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import probe_records
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fio import parse_fio
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import is_number
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped
 
 PATH_KINDS = ("local", "shared")
 SAVE_KEYS = ("write_s", "read_s", "file_bytes")
@@ -52,6 +53,7 @@ def _fio(rec, number, out):
     out["fio"][rec["path_kind"]] = rec
 
 
+@capped(32)
 def parse_checkpoint_probe(text):
     out = {"header": None, "state": None, "saves": {}, "async": None, "fio": {}, "done": None,
            "probe_errors": [], "errors": [], "other": []}

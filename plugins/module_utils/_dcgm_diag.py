@@ -59,6 +59,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._dcgm_diag_l
 )
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._dcgm_diag_text import _parse_text
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     launcher_prefix,
     lines_of,
     new_result,
@@ -210,6 +211,7 @@ def _detect_format(lines):
     return "text"
 
 
+@capped(16)
 def parse_dcgm_diag(text, level=None):
     """Parse ``dcgmi diag`` output (text table or ``-j`` JSON, DCGM 2.x to 4.x).
 

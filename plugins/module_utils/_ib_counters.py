@@ -54,6 +54,7 @@ import re
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     IBDIAG_ERROR,
     IBDIAG_WARNING,
     is_shell_echo,
@@ -145,7 +146,8 @@ _SYSFS = re.compile(
     r"(?P<dir>counters|counters_ext|hw_counters)/(?P<name>[^/\s:]+)):(?P<value>.*)$")
 _SYSFS_DEVICE_HW = re.compile(r"^\s*\S*/infiniband/(?P<ca>[^/\s:]+)/hw_counters/(?P<name>[^/\s:]+):")
 _SYSFS_PARTIAL = re.compile(r"^\s*/sys/\S*$|^\s*\S*/infiniband/\S*$")
-_COMMAND_CA = re.compile(r"perfquery\b.*?(?:-C\s*|--Ca[=\s]+)(?P<ca>[A-Za-z0-9_.\-]+)")
+# Bounded: an unbounded lazy ".*?" rescans the rest of the line from every "perfquery" in it.
+_COMMAND_CA = re.compile(r"perfquery\b.{0,200}?(?:-C\s*|--Ca[=\s]+)(?P<ca>[A-Za-z0-9_.\-]+)")
 _COMMAND = re.compile(r"^\s*(?:[$#+]|\[[^\]]*\][$#])?\s*\S*perfquery\b")
 _MARKER = re.compile(
     r"^[\s#=\[\]<>\-*:]*(?:CA\s*:?\s*)?'?(?P<ca>[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+)'?[\s#=\[\]<>\-*:]*$")
@@ -295,6 +297,7 @@ def _sysfs(state, line_no, match):
     state.add(ca, port, name, int(value), line_no, widths, match.group(0).strip())
 
 
+@capped(16)
 def parse_ib_counters(text, ca=None):
     """Parse perfquery output and/or a sysfs counter dump.
 
@@ -342,8 +345,10 @@ def parse_ib_counters(text, ca=None):
         if _SYSFS_DEVICE_HW.match(line):
             state.device_hw += 1
             continue
-        match = _COMMAND_CA.search(line)
-        if match and _COMMAND.match(line):
+        # the command line first: searching every line for "perfquery ... -C" costs a scan of the
+        # rest of the line per occurrence (quadratic on a capture without line breaks)
+        match = _COMMAND_CA.search(line) if _COMMAND.match(line) else None
+        if match:
             state.close_block()
             state.marker_ca = match.group("ca")
             continue

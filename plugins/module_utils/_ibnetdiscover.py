@@ -38,6 +38,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     IBDIAG_ERROR,
     IBDIAG_WARNING,
     lines_of,
@@ -266,6 +267,7 @@ def _check_peers(result, nodes):
         result["errors"].append(message)
 
 
+@capped(10)
 def parse_ibnetdiscover(text):
     """Parse an ``ibnetdiscover`` topology file.
 

@@ -45,6 +45,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     IBDIAG_WARNING,
     is_shell_echo,
     lines_of,
@@ -203,6 +204,7 @@ def _check(result):
                 result["warnings"].append("%s: implausible Rate %s Gb/s" % (where, rate))
 
 
+@capped(4)
 def parse_ibstat(text):
     """Parse ``ibstat`` output.
 

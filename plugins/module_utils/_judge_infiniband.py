@@ -260,6 +260,7 @@ def judge_counters(ports, before, after, profile, during="the test"):
         return results
     deltas = diff.get("deltas") or {}
     lower_bound = set(diff.get("resets") or []) | set(diff.get("saturated") or [])
+    vanished = set(diff.get("missing_before") or []) | set(diff.get("missing_after") or [])
     lines_before = before.get("lines") or {}
     lines_after = after.get("lines") or {}
     judged = 0
@@ -274,6 +275,13 @@ def judge_counters(ports, before, after, profile, during="the test"):
                                         "after counter snapshot" % label, {}, label,
                                         evidence=_port_lines(port, "State")))
             continue
+        # A limited counter one snapshot read and the other did not: not "no rise", nothing compared.
+        lost = sorted(name for name in limits if limits[name] is not None and "%s/%s/%s" % (ca, number, name) in vanished)
+        if lost:
+            bad += 1
+            results.append(check_result("ib.counters", ERROR, "%s: %s read in one snapshot and not in the other "
+                                        "around %s: the snapshots do not compare like with like"
+                                        % (label, ", ".join(lost), during), {"lost": lost}, label))
         for name in sorted(limits):
             limit = limits[name]
             if limit is None or not is_number(values.get(name)):

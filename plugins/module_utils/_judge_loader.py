@@ -22,10 +22,12 @@ __metaclass__ = type
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import no_header_message, probe_records
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, warning_result)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped
 
 TOOL = "loader-probe"
 
 
+@capped(32)
 def parse_loader_probe(text):
     out = {"header": None, "done": None, "probe_errors": [], "errors": [], "other": []}
     for number, rec in probe_records(text, out):

@@ -48,6 +48,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests_
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests_runs import (
     _apply_runs, _check_sweep, _sweep_last)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     lines_of, new_result)
 
 # The interface other modules import from here.
@@ -135,6 +136,7 @@ def _empty_result():
         passed=False)
 
 
+@capped(4)
 def parse_nccl_tests(text):
     """Parse one nccl-tests run's stdout (any version, any launcher prefix) into a dict.
 

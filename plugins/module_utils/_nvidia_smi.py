@@ -33,7 +33,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi_
     _validate,
     normalize_bus_id,
 )
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import new_result
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped, new_result
 
 # The interface other modules import from here.
 __all__ = ["TEMPERATURE_RANGE", "TLIMIT_RANGE", "normalize_bus_id", "parse_nvidia_smi_csv",
@@ -44,6 +44,7 @@ __all__ = ["TEMPERATURE_RANGE", "TLIMIT_RANGE", "normalize_bus_id", "parse_nvidi
 _ELISIONS = frozenset(("[...]", "...", "[..]", "\u2026", "[\u2026]", "<snip>", "[snip]", "(...)"))
 
 
+@capped(8)
 def parse_nvidia_smi_q(text):
     """Parse ``nvidia-smi -q`` text (the whole report or ``-q -d SECTION`` fragments); never raises.
 

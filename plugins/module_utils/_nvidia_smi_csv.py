@@ -19,6 +19,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi_
     normalize_bus_id,
 )
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     is_missing,
     lines_of,
     new_result,
@@ -144,6 +145,7 @@ def _fields_argument(fields):
     return names or None
 
 
+@capped(4)
 def parse_nvidia_smi_csv(text, fields=None):
     """Parse ``nvidia-smi --query-gpu=... --format=csv[,nounits]`` output; never raises.
 

@@ -16,6 +16,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi_
     normalize_bus_id,
 )
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -33,6 +34,7 @@ _UUID = re.compile(r"^(?:GPU|MIG)-[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-
 _NO_DEVICES = re.compile(r"^No devices were found\s*$", re.IGNORECASE)
 
 
+@capped(4)
 def parse_nvidia_smi_list(text):
     """Parse ``nvidia-smi -L`` (``--list-gpus``) output; never raises.
 

@@ -31,6 +31,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     is_missing,
     is_shell_echo,
     lines_of,
@@ -172,6 +173,7 @@ def _nic_affinity(gpus, nics, matrix, nic_names):
     return affinity
 
 
+@capped(4)
 def parse_nvidia_topo(text):
     """Parse ``nvidia-smi topo -m`` output into a dict; never raises.
 

@@ -30,6 +30,7 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, profile_get)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped
 
 TOOL_BEFORE = "nvlink-errors-before"
 TOOL_AFTER = "nvlink-errors-after"
@@ -43,6 +44,7 @@ def counter_key(name):
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
+@capped(8)
 def parse_nvlink_errors(text):
     """{gpus: {index: {name, uuid, links: {link: {counter: int|None}}}}, errors, lines}."""
     result = {"gpus": {}, "errors": [], "lines": {}}

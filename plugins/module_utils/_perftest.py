@@ -44,6 +44,7 @@ import math
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     lines_of,
     new_result,
     strip_launcher_prefix,
@@ -199,6 +200,7 @@ def _classify(line):
     return None
 
 
+@capped(4)
 def parse_perftest(text):
     """Parse the output of a perftest ``*_bw`` run.
 

@@ -35,6 +35,7 @@ import json
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped
 
 SACCT_FIELDS = ("JobID", "JobName", "Partition", "State", "ExitCode", "Submit", "Start", "End", "ElapsedRaw",
                 "NNodes", "NodeList")
@@ -79,6 +80,7 @@ def _base_job_id(job_id):
     return job_id.split(".", 1)[0]
 
 
+@capped(16)
 def parse_sacct(text):
     """sacct -P output (header first) -> {'records': [...], 'errors': [...], 'fields': [...]}.
 
@@ -138,6 +140,7 @@ def parse_sacct(text):
     return out
 
 
+@capped(16)
 def parse_events(text):
     """sacctmgr -P -n list event (format NodeName,Start,End,State,Reason,User) -> {'events', 'errors'}.
 

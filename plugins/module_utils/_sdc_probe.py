@@ -25,6 +25,7 @@ import math
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import probe_records
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped
 
 _HEX = re.compile(r"^[0-9a-f]{32}$")
 
@@ -67,6 +68,7 @@ def _result_problem(rec):
     return None
 
 
+@capped(32)
 def parse_sdc_probe(text):
     out = {"header": None, "results": [], "samples": {}, "probe_errors": [], "done": None, "errors": [],
            "other": []}

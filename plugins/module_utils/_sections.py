@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import capped
 
 _BEGIN = re.compile(r"^==> gpucluster-begin (?P<name>\S+) <==$")
 # Bounded numbers: an end marker with an odd rc or time (seconds=1.2.3, thousands of digits) is no
@@ -30,6 +31,7 @@ def _close(section, end_match):
     }
 
 
+@capped(64)
 def parse_sections(text):
     """Return {'tools': {name: {output, rc, seconds, complete}}, 'errors': [...]}.
 

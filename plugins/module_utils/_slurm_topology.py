@@ -30,6 +30,7 @@ import re
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
     MAX_HOSTLIST_NAMES, compress_hostlist, expand_hostlist)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     lines_of, new_result)
 
 # slurmctld rejects longer switch names (HOST_NAME_MAX on Linux).
@@ -335,6 +336,7 @@ def block_sizes_problem(sizes):
     return None
 
 
+@capped(2)
 def parse_slurm_topology(text):
     """Parse topology.conf text.
 

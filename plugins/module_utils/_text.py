@@ -9,6 +9,7 @@ Private to the collection: parsers import these; nothing here raises on odd inpu
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import functools
 import math
 import re
 
@@ -142,3 +143,30 @@ def launcher_prefix(line):
     """The mpirun --tag-output / srun --label prefix at the start of line, or '' when none."""
     stripped = strip_launcher_prefix(line)
     return line[:len(line) - len(stripped)] if stripped != line else ""
+
+
+MB = 1000 * 1000
+
+
+def capped(limit_mb):
+    """Decorator for a parser(text, ...): an input above ``limit_mb`` MB is not parsed.
+
+    The parser's result for empty input comes back with an error first naming the size: a real
+    output is far smaller (nvidia-smi -q of 8 GPUs is ~60 KB), and a capture gone wrong (a log
+    appended to for weeks, a binary dumped) must not hold the controller for minutes. Each parser
+    states its cap; bench/parser_scale.py checks that 20 MB of anything returns within 2 s."""
+    limit = int(limit_mb * MB)
+
+    def wrap(parser):
+        @functools.wraps(parser)
+        def parse(text, *args, **kwargs):
+            size = len(text) if isinstance(text, str) else 0
+            if size <= limit:
+                return parser(text, *args, **kwargs)
+            result = parser("", *args, **kwargs)
+            result["errors"].insert(0, "the output is %.1f MB, above the %g MB this parser reads: not parsed "
+                                       "(a capture gone wrong?)" % (size / float(MB), limit_mb))
+            return result
+        parse.limit_mb = limit_mb
+        return parse
+    return wrap

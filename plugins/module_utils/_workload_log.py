@@ -14,6 +14,7 @@ import math
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     lines_of, new_result, strip_launcher_prefix)
 
 
@@ -250,6 +251,7 @@ def _gpu_sample(fields, lineno, result):
     result["gpu_samples"].append(sample)
 
 
+@capped(32)
 def parse_workload_log(text, regex=None):
     """Per-rank step timings (ms) and GPU samples from a training log.
 

@@ -40,6 +40,7 @@ import math
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
+    capped,
     is_shell_echo,
     lines_of,
     new_result,
@@ -193,6 +194,7 @@ def _parse_xid(message):
     }
 
 
+@capped(16)
 def parse_xid_log(text):
     """Parse Xid events (and GPUs that fell off the bus) out of kernel log text.
 

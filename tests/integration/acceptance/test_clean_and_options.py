@@ -46,14 +46,16 @@ def test_a_wrongly_typed_stage_setting_fails_once_naming_it(tmp_path):
     assert "Traceback" not in run.output
 
 
-@pytest.mark.parametrize("setting, message", [
+@pytest.mark.parametrize("tags, setting, message", [
     # inf left the collector and its sleep on every node after the playbook ended
-    ("check_infiniband_counter_interval=inf", "check_infiniband_counter_interval a number of seconds from 0 to 3600 (got inf)"),
-    ("check_workload_duration_s=1e400", "check_workload_duration_s from 0 to below check_workload_timeout (got inf"),
+    ("infiniband", "check_infiniband_counter_interval=inf",
+     "check_infiniband_counter_interval a number of seconds from 0 to 3600 (got inf)"),
+    ("workload", "check_workload_duration_s=1e400",
+     "check_workload_duration_s from 0 to below check_workload_timeout (got 1e400 and 900)"),
 ])
-def test_an_endless_interval_or_duration_is_refused_before_any_node_is_touched(tmp_path, setting, message):
+def test_an_endless_interval_or_duration_is_refused_before_any_node_is_touched(tmp_path, tags, setting, message):
     with SimRun(spec("badnum", count=2), tmp_path) as sim:
-        run = sim.acceptance("--tags", "infiniband", "-e", setting)
+        run = sim.acceptance("--tags", tags, "-e", setting)
     assert run.rc != 0
     assert message in " ".join(run.output.split()), run.output[-3000:]
     assert "Collect and judge the stage's tool outputs" not in run.output

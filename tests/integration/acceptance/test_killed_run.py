@@ -94,8 +94,7 @@ def test_sigkill_leaves_an_incomplete_directory_with_its_outputs_and_no_tool_run
         # the run went on.
         results = validated_results(run / "results.json")
         assert results["run"]["state"] == "running"
-        # ... and no verdict: what a killed run found so far is never a pass
+        # ... and never a pass (a running document has no verdict yet: test_results.py)
         assert results["verdict"]["status"] == "fail"
-        assert results["verdict"]["message"].startswith("the run has not finished (state running): no verdict yet")
         assert {"preflight", "topology", "gpu_health"} <= set(results["stages"])
         assert not list(run.glob("**/*.tmp")) and not list(run.glob("**/.*.tmp"))

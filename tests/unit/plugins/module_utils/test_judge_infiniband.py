@@ -175,3 +175,16 @@ def test_unreadable_counter_snapshot(two_named):
     assert errors[0]["message"].startswith("IB port counters (after the test): part of the output is "
                                            "unreadable (the rest is judged)")
     assert not any(r["check"] == "ib.counters" and r["status"] == "pass" for r in results)
+
+
+def test_a_limited_counter_that_vanished_between_the_snapshots_is_an_error_never_a_pass(two_named):
+    """symbol_error unreadable after the test (a port reset, a driver reload): not 'no rise'."""
+    text = COUNTERS.read_text()
+    after_text = "\n".join(line for line in text.splitlines()
+                           if not line.startswith("/sys/class/infiniband/mlx5_1/ports/1/counters/symbol_error:"))
+    results = judge_infiniband(_ibstat("gpud_h100_ib_active_bond_spaces.txt"), parse_ib_counters(text),
+                               parse_ib_counters(after_text), two_named)
+    counters = [r for r in results if r["check"] == "ib.counters"]
+    assert [(r["status"], r["message"]) for r in counters if r["status"] != "skip"] == [
+        ("error", "mlx5_1 port 1: symbol_error read in one snapshot and not in the other around the test: "
+                  "the snapshots do not compare like with like")]
