@@ -50,10 +50,11 @@ docs-check: setup
 # (pytest-xdist). The integration tests run in one process: they share simulated clusters
 # through the session's pool (tests/integration/cluster_pool.py) and keep both cores busy.
 # A short basetemp: slurmd's socket paths under each test's run directory must stay < 108 bytes.
+# --durations: the slowest tests and fixtures of every run, for the suite's time budget.
 UNIT_WORKERS ?= 2
 pytest: setup
-	$(BIN)/python -m pytest tests/unit -n $(UNIT_WORKERS) --basetemp=$(or $(TMPDIR),/tmp)/gcat-unit
-	$(BIN)/python -m pytest tests/integration --basetemp=$(or $(TMPDIR),/tmp)/gcat
+	$(BIN)/python -m pytest tests/unit -n $(UNIT_WORKERS) --durations=10 --basetemp=$(or $(TMPDIR),/tmp)/gcat-unit
+	$(BIN)/python -m pytest tests/integration --durations=40 --basetemp=$(or $(TMPDIR),/tmp)/gcat
 
 demo: setup
 	tools/demo.sh

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, settings, strategies as st
 
 REPO = Path(__file__).resolve().parents[1]
 COLLECTIONS = REPO / ".build" / "collections"
@@ -19,6 +19,21 @@ if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
 # Integration tests import their harness (tests/integration/harness.py) by name.
 sys.path.insert(0, str(REPO / "tests" / "integration"))
+
+
+def garbage(digits=5000):
+    """Any JSON-like value, odd where it can be: None, bools, huge ints, inf/NaN, a number of
+    ``digits`` digits, "1e309", NUL, "²", text, nested lists and dicts. The family property tests
+    (filters, modules, actions) draw their bad inputs from this one strategy."""
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 6, 10 ** 6), st.integers(),
+                        st.floats(allow_nan=True, allow_infinity=True),
+                        st.sampled_from(["", "x", "9" * digits, "1e309", "\x00", "\u00b2", "gpu[001-004]", "-1"]),
+                        st.text(max_size=12))
+
+    def containers(inner):
+        return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4))
+    return st.recursive(scalars, containers, max_leaves=10)
+
 
 # CI runs at least 2000 generated cases per property; a quick local profile keeps iteration fast.
 settings.register_profile(

@@ -27,9 +27,9 @@ __metaclass__ = type
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, PASS, SKIP, check_result)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist, natural_key
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
-    leaves_of, model_from_fabric, natural_key, parse_scontrol_show_topology)
+    leaves_of, model_from_fabric, parse_scontrol_show_topology)
 
 STAGE = "fabric_topology"
 SOURCES = ("ibnetdiscover", "scontrol", "labels")

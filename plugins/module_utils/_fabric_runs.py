@@ -60,7 +60,7 @@ def run_one(argv, timeout, env=None, guard=None):
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, start_new_session=True)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: an argument with a NUL byte
         return {"output": "", "rc": 127, "seconds": 0.0, "timed_out": False,
                 "error": "%s: cannot start: %s" % (argv[0], exc)}
     if guard is not None:
@@ -145,8 +145,11 @@ class Runner(object):
             return
         if self.raw_dir:
             # On disk as soon as it finished: a run killed later keeps every group that ran.
-            write_atomic(os.path.join(self.raw_dir, key + ".txt"), kept["output"])
-            kept["output"] = None  # the callback indexes the file instead of writing it again
+            try:
+                write_atomic(os.path.join(self.raw_dir, key + ".txt"), kept["output"])
+                kept["output"] = None  # the callback indexes the file instead of writing it again
+            except (IOError, OSError):
+                pass  # a full disk: the output stays in the result, for the callback to write
         with self._lock:
             self.raw[key] = kept
 
@@ -162,10 +165,14 @@ class Runner(object):
         def worker(i, key, group, argv=None, timeout=None):
             with slots:
                 argv = argv or group_command(group, self.opts)
-                if self.replay_dir:
-                    record = self._replayed(key, group)
-                else:
-                    record = run_one(argv, float(timeout or self.opts["timeout"]), self.env, self.guard)
+                try:
+                    if self.replay_dir:
+                        record = self._replayed(key, group)
+                    else:
+                        record = run_one(argv, float(timeout or self.opts["timeout"]), self.env, self.guard)
+                except Exception as exc:  # pylint: disable=broad-except  # a hole in records would be a traceback later
+                    record = {"output": "", "rc": None, "seconds": None, "timed_out": False,
+                              "error": "%s: %s: %s" % (argv[0], type(exc).__name__, exc)}
                 record["command"] = argv
                 record["nodes"] = list(group)
                 record["key"] = key

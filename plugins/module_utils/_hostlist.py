@@ -25,6 +25,8 @@ __metaclass__ = type
 import itertools
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
+
 # Refuse to build more names than this from one expression (Slurm caps a single range at 64K).
 MAX_HOSTLIST_NAMES = 1000000
 
@@ -172,12 +174,12 @@ def expand_hostlist(expr, limit=MAX_HOSTLIST_NAMES):
     return names
 
 
-def _natural_key(text):
-    """Sort key comparing embedded numbers by value: 'rack2' < 'rack10'."""
-    key = []
-    for index, piece in enumerate(_DIGIT_RUNS.split(text)):
-        key.append((int(piece), piece) if index % 2 else piece)
-    return key
+def natural_key(text):
+    """The one sort key for names: numbers by value ('gpu2' < 'gpu10', 'leaf2' < 'leaf10'), text
+    without regard to case (then by case, so the order is total), any value comparable with any
+    other (a digit run too long to be a count sorts as text)."""
+    return tuple((0, int(piece), "", piece) if is_digits(piece) else (1, 0, piece.lower(), piece)
+                 for piece in _DIGIT_RUNS.split(str(text)))
 
 
 def _check_name(name):
@@ -189,6 +191,20 @@ def _check_name(name):
     if bad:
         raise ValueError("host name %r contains %s, which a hostlist cannot hold"
                          % (name, " and ".join(repr(char) for char in bad)))
+
+
+def names_problem(names):
+    """None, or why these names cannot be nodes of a run (each must be a name a hostlist can hold).
+
+    Modules check their node list with this at the door: a bad name is the user's message, not a
+    traceback from deep inside a stage.
+    """
+    for name in names:
+        try:
+            _check_name(name)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
+    return None
 
 
 def _runs(numbers):
@@ -257,8 +273,8 @@ def compress_hostlist(names):
         else:
             plain.add(name)
     # A name without a number sorts before numbered names sharing its text ("gpu" < "gpu1").
-    entries = [(_natural_key(name), 0, name, None) for name in plain]
-    entries.extend((_natural_key(prefix), 1, prefix, digits) for prefix, digits in numbered.items())
+    entries = [(natural_key(name), 0, name, None) for name in plain]
+    entries.extend((natural_key(prefix), 1, prefix, digits) for prefix, digits in numbered.items())
     entries.sort(key=lambda entry: (entry[0], entry[1], entry[2]))
     pieces = []
     for _key, kind, prefix, digits in entries:

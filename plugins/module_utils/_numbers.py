@@ -17,7 +17,9 @@ __metaclass__ = type
 import math
 import re
 
-MAX_CHARS = 64
+# Room for any finite double written out in full ("%.2f" % 1e308 is 312 characters), far below
+# the 4,300 digits past which int() raises.
+MAX_CHARS = 330
 _NUMBER = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?\Z")
 _INTEGER = re.compile(r"^[+-]?[0-9]+\Z")
 
@@ -33,6 +35,23 @@ def is_digits(text, limit=18):
 def _show(value):
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+WEEK = 7 * 24 * 3600
+
+
+def options_problem(params, bounds):
+    """None, or the first option of ``params`` outside its (low, high) in ``bounds``, named.
+
+    A module's seconds and counts at the door: a timeout of 10**400 s would overflow float() deep
+    in a stage (a traceback), and one of a year is a hang nobody meant.
+    """
+    for name in sorted(bounds):
+        low, high = bounds[name]
+        dummy, why = read_number(params.get(name), low, high)
+        if why:
+            return "%s must be from %s to %s: %s" % (name, low, high, why)
+    return None
 
 
 def read_number(value, low=None, high=None, integer=False):

@@ -40,9 +40,9 @@ measured (``0.00`` in duration mode), and libibverbs driver warnings.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import math
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import read_number
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     capped,
     lines_of,
@@ -131,8 +131,8 @@ def _columns(header):
 
 
 def _to_number(token):
-    value = float(token)
-    return int(value) if value.is_integer() and "." not in token else value
+    value, dummy = read_number(token)  # the row was checked whole: every token reads
+    return int(value) if isinstance(value, float) and value.is_integer() and "." not in token else value
 
 
 def _row(tokens, columns, factor):
@@ -266,7 +266,7 @@ def parse_perftest(text):
             continue
         tokens = stripped.split()
         if columns and tokens and _NUMBER.match(tokens[0]):
-            if not all(_NUMBER.match(t) and math.isfinite(float(t)) for t in tokens):
+            if not all(_NUMBER.match(t) and read_number(t)[1] is None for t in tokens):
                 result["errors"].append("line %d: garbled result row: %r" % (line_no, stripped[:120]))
                 continue
             required = len([c for c in columns if c != "cpu_util"])

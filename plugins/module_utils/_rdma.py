@@ -35,7 +35,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     ERROR, FAIL, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._rdma_plan import (
-    DRIVER, STAGE, driver_args, judge_test, natural_key, plan_tests, rail_nics, split_sections)
+    DRIVER, STAGE, driver_args, judge_test, plan_tests, rail_nics, split_sections)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 CHECK = "rdma.nic_bandwidth"
 COUNTERS_TOOL = "IB port counters"

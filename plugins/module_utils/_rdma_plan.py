@@ -30,6 +30,7 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._perftest import parse_perftest
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import is_digits
 
 STAGE = "rdma"
@@ -40,7 +41,6 @@ _NIC_ERRORS = re.compile(r"IB device \S+ not found|Unable to find the Infiniband
 _NO_SERVER = re.compile(r"Couldn't connect to (\S+)")
 _WAITING = re.compile(r"Waiting for client to connect")
 _UNREACHED = re.compile(r"^gpucluster-perftest: no client connected", re.M)  # DRIVER's line
-_NATURAL = re.compile(r"(\d+)")
 
 # Seconds a server waits for its client beyond twice the start-up window (server_wait).
 LAUNCH_SKEW = 10
@@ -117,12 +117,6 @@ if [ -n "$root" ]; then
   done
 fi
 '''
-
-
-def natural_key(text):
-    """gpu2 before gpu10; comparable whatever the name holds (a digit run too long to be a
-    number, other scripts' digits: sorted as text)."""
-    return [(0, int(p), "") if is_digits(p) else (1, 0, p) for p in _NATURAL.split(str(text))]
 
 
 def rail_nics(node_info, profile_nics, nics_per_node):

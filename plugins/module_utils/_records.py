@@ -51,6 +51,17 @@ def no_header_message(tool, parsed):
     return "%s printed no header record: nothing was tested" % tool
 
 
+def directory_problem(path):
+    """None when ``path`` is (or can be made) a directory this process writes in; else why not."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except (IOError, OSError) as exc:
+        return "%s cannot be a directory for the run's files: %s" % (path, exc.strerror or exc)
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "%s is not writable" % path
+    return None
+
+
 def write_atomic(path, text):
     """Write ``text`` to ``path`` through a temporary file, fsync, rename: readers see old or new."""
     folder = os.path.dirname(os.path.abspath(path))

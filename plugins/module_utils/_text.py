@@ -10,8 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import functools
-import math
 import re
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import read_number
 
 # "[1,0]<stdout>:" (mpirun --tag-output) and " 0: " / "12: " (srun --label).
 _MPI_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:\s?")
@@ -72,13 +73,9 @@ def to_number(value):
     match = _NUMBER.match(text)
     if not match:
         return None
-    token = match.group(0)
-    if any(c in token for c in ".eE"):
-        try:
-            return float(token)
-        except ValueError:
-            return None
-    return int(token)
+    # The one numeric reader: 5,000 digits (int() raises) or '1e309' (inf) are no number at all.
+    number, dummy = read_number(match.group(0))
+    return number
 
 
 def lines_of(text):
@@ -118,10 +115,8 @@ def finite_number(token):
         return None, "not finite"
     if not _WHOLE_NUMBER.match(text):
         return None, "not a number"
-    if not any(c in text for c in ".eE"):
-        return int(text), None
-    value = float(text)
-    if math.isnan(value) or math.isinf(value):
+    value, why = read_number(text)
+    if why:  # well formed, but inf or beyond what a float or a sane count holds ('1e309', 5,000 digits)
         return None, "not finite"
     return value, None
 

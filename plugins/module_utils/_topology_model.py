@@ -33,7 +33,7 @@ import re
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
-    compress_hostlist, expand_hostlist)
+    compress_hostlist, expand_hostlist, natural_key)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibnetdiscover import (
     parse_ibnetdiscover)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
@@ -49,14 +49,7 @@ _MANAGED = re.compile(r"^MF0;([^:;]+):")
 _NAME_OK = re.compile(r"[^A-Za-z0-9_.-]+")
 _DEFAULT_SWITCH_DESC = re.compile(r"^\s*$|Mellanox Technologies|^MT\d+\b|^Quantum\b|^SwitchX\b|^Infiniscale",
                                   re.IGNORECASE)
-_DIGITS = re.compile(r"([0-9]+)")
 LABEL_KEYS = ("leaf", "rack", "block")
-
-
-def natural_key(text):
-    """Sort key with numbers compared by value: leaf2 < leaf10."""
-    return [(int(piece), piece) if index % 2 else (0, piece.lower())
-            for index, piece in enumerate(_DIGITS.split(str(text)))]
 
 
 def _sorted(names):

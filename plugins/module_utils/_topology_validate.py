@@ -28,7 +28,8 @@ __metaclass__ = type
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
-    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, leaves_of, model_from_fabric, natural_key)
+    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, leaves_of, model_from_fabric)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 
 def _sorted(names):

@@ -15,6 +15,7 @@ Checks about files are cluster checks (node null): a file is no node's hardware.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import read_number
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, check_result, warning_result)
 
@@ -121,8 +122,26 @@ def transfer_verification(results, shards=None, extra="fail", manifest=None):
     return {"stage": STAGE, "checks": checks, "document": document}
 
 
+def _unreadable(report):
+    """Why the report's counts or rate are no reading (NaN, inf, negative, text), or None."""
+    for key in ("bytes_total", "bytes_arrived", "files_total", "files_complete", "fraction",
+                "rate_bytes_per_s", "eta_s", "window_s", "bytes_remaining"):
+        if report.get(key) is not None:
+            # A rate may be negative (bytes went away: a restarted file) and is judged as a stall.
+            dummy, why = read_number(report[key], low=None if key == "rate_bytes_per_s" else 0)
+            if why:
+                return "%s: %s" % (key, why)
+    return None
+
+
 def transfer_progress(report, stall_after_s=None):
     """A data_manifest progress report -> stage result with the check and the progress block."""
+    why = _unreadable(report)
+    if why:  # a NaN rate compares as neither stalled nor moving: it would have passed
+        check = check_result("transfer.progress", ERROR, "the progress report is no reading (%s): nothing "
+                             "is known about the transfer; check the progress state file" % why, dict(report))
+        check["node"] = None
+        return {"stage": STAGE, "checks": [check], "document": {"progress": dict(report)}}
     total, arrived = report.get("bytes_total") or 0, report.get("bytes_arrived") or 0
     parts = ["%d of %d files complete, %s of %s arrived (%.1f %%)"
              % (report.get("files_complete", 0), report.get("files_total", 0), human_bytes(arrived),

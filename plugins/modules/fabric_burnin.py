@@ -74,7 +74,7 @@ options:
     type: bool
     default: true
   timeout:
-    description: Seconds after which a group's run is killed and counted as a hang.
+    description: Seconds after which a group's run is killed and counted as a hang (1 to 604800, a week).
     type: int
     default: 900
   concurrency:
@@ -127,7 +127,7 @@ options:
     elements: str
     default: [-b, "8", -e, "8", -f, "2", -n, "1", -w, "0", -c, "1"]
   preflight_timeout:
-    description: Seconds before each preflight run is killed.
+    description: Seconds before each preflight run is killed (1 to 604800).
     type: int
     default: 120
   localize:
@@ -189,6 +189,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric, _localize
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem
 
 
 def main():
@@ -227,13 +230,19 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for key in ("tasks_per_node", "gpus_per_process", "timeout", "concurrency", "preflight_timeout"):
-        if params[key] < 1:
-            module.fail_json(msg="%s must be at least 1, got %d" % (key, params[key]))
+    if names_problem(params["nodes"]):
+        module.fail_json(msg="fabric_burnin: nodes: %s" % names_problem(params["nodes"]))
+    problem = options_problem(params, {"tasks_per_node": (1, 4096), "gpus_per_process": (1, 4096),
+                                       "gpus_per_node": (1, 4096), "timeout": (1, WEEK), "concurrency": (1, 4096),
+                                       "preflight_timeout": (1, WEEK), "max_rounds": (0, 10 ** 4)})
+    if problem:
+        module.fail_json(msg="fabric_burnin: %s" % problem)
     opts = dict(params)
     opts["floor"] = params["floor"] or None
     opts["max_rounds"] = params["max_rounds"] or None
     opts["max_busbw"] = params["max_busbw"] or None
+    if params["raw_dir"] and not module.check_mode and directory_problem(params["raw_dir"]):
+        module.fail_json(msg="fabric_burnin: raw_dir: %s" % directory_problem(params["raw_dir"]))
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="fabric_burnin: replay directory %s does not exist" % params["replay_dir"])
     topology = dict((n, v if isinstance(v, dict) else {"leaf": v}) for n, v in params["topology"].items())
@@ -250,6 +259,8 @@ def main():
         result = _fabric.fabric_stage(params["nodes"], topology, opts, env)
     except ValueError as exc:
         module.fail_json(msg="fabric_burnin: %s" % exc)
+    except (IOError, OSError) as exc:  # raw_dir or counters_root unusable: the run's own files
+        module.fail_json(msg="fabric_burnin: cannot write or read the run's files: %s" % exc)
     module.exit_json(changed=False, stage_result=result)
 
 

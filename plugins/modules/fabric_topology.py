@@ -71,7 +71,7 @@ options:
     type: dict
     default: {}
   timeout:
-    description: Seconds each command may run.
+    description: Seconds each command may run (1 to 604800, a week).
     type: int
     default: 120
   environment:
@@ -114,7 +114,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric_discovery, _guard
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import run_one
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem, write_atomic
 
 
 class _Commands(object):
@@ -198,8 +200,12 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params["timeout"] < 1:
-        module.fail_json(msg="fabric_topology: timeout must be at least 1, got %d" % params["timeout"])
+    if names_problem(params["nodes"]):
+        module.fail_json(msg="fabric_topology: nodes: %s" % names_problem(params["nodes"]))
+    if options_problem(params, {"timeout": (1, WEEK)}):
+        module.fail_json(msg="fabric_topology: %s" % options_problem(params, {"timeout": (1, WEEK)}))
+    if params["raw_dir"] and not module.check_mode and directory_problem(params["raw_dir"]):
+        module.fail_json(msg="fabric_topology: raw_dir: %s" % directory_problem(params["raw_dir"]))
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="fabric_topology: replay directory %s does not exist" % params["replay_dir"])
     env = dict(os.environ)
@@ -210,7 +216,10 @@ def main():
     opts = {"source": params["source"], "ibnetdiscover_argv": argv, "ibnetdiscover_where": where,
             "ibnetdiscover_file": params["ibnetdiscover_file"], "scontrol_argv": params["scontrol_command"],
             "labels": params["labels"], "host_map": params["host_map"]}
-    found = _fabric_discovery.discover(nodes, opts, commands)
+    try:
+        found = _fabric_discovery.discover(nodes, opts, commands)
+    except (IOError, OSError) as exc:  # raw_dir not writable (a file, a full disk, no permission)
+        module.fail_json(msg="fabric_topology: cannot keep the raw outputs under %s: %s" % (params["raw_dir"], exc))
     check = dict(found["check"], stage=_fabric_discovery.STAGE, node=None, raw=sorted(commands.raw))
     check["metrics"] = dict(check.get("metrics") or {}, source=found["source"],
                             tried=[dict(t, raw=t["raw"] or "") for t in found["tried"]])

@@ -84,11 +84,11 @@ options:
     type: int
     default: 18515
   timeout:
-    description: Seconds one perftest run may take once started.
+    description: Seconds one perftest run may take once started (1 to 604800, a week).
     type: int
     default: 120
   startup:
-    description: Seconds a client keeps trying to reach its server.
+    description: Seconds a client keeps trying to reach its server (1 to 604800).
     type: int
     default: 30
   launcher_args:
@@ -177,6 +177,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize, _rdma, _rdma_plan
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem, natural_key
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem
 
 
 def main():
@@ -215,13 +218,18 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for key in ("timeout", "startup", "qps"):
-        if params[key] < 1:
-            module.fail_json(msg="rdma_burnin: %s must be at least 1, got %d" % (key, params[key]))
+    if names_problem(params["nodes"]):
+        module.fail_json(msg="rdma_burnin: nodes: %s" % names_problem(params["nodes"]))
+    problem = options_problem(params, {"timeout": (1, WEEK), "startup": (1, WEEK), "qps": (1, 65536),
+                                       "size": (0, 2 ** 40), "iterations": (0, 10 ** 9), "max_rounds": (0, 10 ** 4)})
+    if problem:
+        module.fail_json(msg="rdma_burnin: %s" % problem)
     if not 0 < params["min_fraction"] <= 1:
         module.fail_json(msg="rdma_burnin: min_fraction must be in (0, 1], got %s" % params["min_fraction"])
     if not 1024 <= params["base_port"] <= 60000:
         module.fail_json(msg="rdma_burnin: base_port must be from 1024 to 60000, got %d" % params["base_port"])
+    if params["raw_dir"] and not module.check_mode and directory_problem(params["raw_dir"]):
+        module.fail_json(msg="rdma_burnin: raw_dir: %s" % directory_problem(params["raw_dir"]))
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="rdma_burnin: replay directory %s does not exist" % params["replay_dir"])
     opts = dict(params)
@@ -235,7 +243,7 @@ def main():
     topology = dict((n, v if isinstance(v, dict) else {"leaf": v}) for n, v in params["topology"].items())
     if module.check_mode:
         plan = []
-        nodes = sorted(params["nodes"], key=_rdma_plan.natural_key)
+        nodes = sorted(params["nodes"], key=natural_key)
         if len(nodes) >= 2:
             rails = max(len(info[n]["nics"]) for n in nodes)
             pairs = {}
@@ -252,6 +260,8 @@ def main():
         result = _rdma.rdma_stage(params["nodes"], info, topology, opts, env)
     except ValueError as exc:
         module.fail_json(msg="rdma_burnin: %s" % exc)
+    except (IOError, OSError) as exc:  # raw_dir or counters_root unusable: the run's own files
+        module.fail_json(msg="rdma_burnin: cannot write or read the run's files: %s" % exc)
     module.exit_json(changed=False, stage_result=result)
 
 

@@ -77,7 +77,7 @@ options:
         default.
     type: path
   timeout:
-    description: Seconds each scontrol call may take before it is killed.
+    description: Seconds each scontrol call may take before it is killed (1 to 604800, a week).
     type: int
     default: 30
   reasons:
@@ -101,7 +101,7 @@ options:
       - Not taken in check mode.
     type: path
   lock_timeout:
-    description: Seconds to wait for O(lock_file); then the module fails naming the lock and its holder's pid.
+    description: Seconds to wait for O(lock_file) (0 to 604800); then the module fails naming the lock and its holder's pid.
     type: int
     default: 60
 notes:
@@ -253,6 +253,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._health_lock import (
     LockTimeout, exclusive_lock)
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
     compress_hostlist, expand_hostlist)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_node import (
@@ -357,11 +358,17 @@ def main():
         required_if=[("state", "drained", ["reason", "reasons"], True)],
         supports_check_mode=True,
     )
+    problem = options_problem(module.params, {"timeout": (1, WEEK), "lock_timeout": (0, WEEK)})
+    if problem:  # before the lock: a lock_timeout of a year would hold the drain step that long
+        module.fail_json(msg=problem)
     try:
         with _locked(module):
             _run(module)
     except LockTimeout as exc:
         module.fail_json(msg=str(exc), lock_file=module.params["lock_file"])
+    except (IOError, OSError) as exc:  # the lock file cannot be opened (a directory, no permission)
+        module.fail_json(msg="cannot take the drain lock %s: %s" % (module.params["lock_file"], exc),
+                         lock_file=module.params["lock_file"])
 
 
 def _locked(module):
@@ -403,10 +410,6 @@ def _run(module):
     tag = (params["reason_tag"] or "").strip()
     if not tag:
         module.fail_json(msg="reason_tag must not be empty: it tells our drains from everyone else's")
-    if params["timeout"] < 1:
-        module.fail_json(msg="timeout must be at least 1 second, got %d" % params["timeout"])
-    if params["lock_timeout"] < 0:
-        module.fail_json(msg="lock_timeout must be >= 0, got %d" % params["lock_timeout"])
     if params["max_drained"] is not None and params["max_drained"] < 0:
         module.fail_json(msg="max_drained must be >= 0, got %d" % params["max_drained"])
     reasons = dict((str(k), str(v)) for k, v in (params["reasons"] or {}).items())

@@ -35,7 +35,8 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _repo
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma import rdma_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import transfer_families
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import BAD, is_number, natural_key
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import BAD, is_number
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 PREFIX = "gpucluster_acceptance_"
 GB = 1e9  # nccl-tests' GB/s are 10^9 bytes per second

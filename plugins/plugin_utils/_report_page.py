@@ -15,7 +15,8 @@ __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report_svg as svg
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
-    BAD, Problem, build_view, is_number, natural_key)
+    BAD, Problem, build_view, is_number)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc, num
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma import rdma_view, render_rdma
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view

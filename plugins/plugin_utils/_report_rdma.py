@@ -8,7 +8,7 @@ truth, the document the callback validated."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_read import natural_key
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc
 
 STAGE = "rdma"

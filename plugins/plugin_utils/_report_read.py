@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import datetime
 import math
-import re
+
 
 CHECK_STATUSES = ("pass", "fail", "error", "skip")
 
@@ -25,12 +25,6 @@ class Problem(ValueError):
 
 def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def natural_key(name):
-    """Sort key that puts gpu2 before gpu10."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part.lower())
-                 for part in re.split(r"(\d+)", str(name)) if part != "")
 
 
 def median(values):

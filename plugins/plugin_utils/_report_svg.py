@@ -16,7 +16,8 @@ import html
 import math
 
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
-    MARK_DASHED, MARK_NAMED, MARK_SOLID, is_number, median, natural_key)
+    MARK_DASHED, MARK_NAMED, MARK_SOLID, is_number, median)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 HEALTHY_LINE = "#4c72b0"
 SLOW_LINE = "#d1242f"

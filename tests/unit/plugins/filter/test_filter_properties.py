@@ -12,23 +12,14 @@ import pytest
 from hypothesis import given, strategies as st
 from ansible.errors import AnsibleError, AnsibleFilterError
 
-from conftest import REPO
+from conftest import REPO, garbage
 
 PACKAGE = "ansible_collections.gpucluster.acceptance.plugins.filter."
 FILTERS = sorted((name, function) for path in sorted((REPO / "plugins" / "filter").glob("*.py"))
                  if not path.name.startswith("_")
                  for name, function in importlib.import_module(PACKAGE + path.stem).FilterModule().filters().items())
 
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10 ** 6, 10 ** 6),
-                    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["", "x", "9" * 5000, "1e309", "\x00", "²"]),
-                    st.text(max_size=20))
-
-
-def _containers(inner):
-    return st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4))
-
-
-GARBAGE = st.recursive(SCALARS, _containers, max_leaves=12)
+GARBAGE = garbage()
 
 
 def test_every_filter_is_found_and_guarded():

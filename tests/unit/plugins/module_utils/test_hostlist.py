@@ -237,3 +237,11 @@ def test_expand_of_any_text_returns_names_or_raises_value_error(text):
     else:
         assert all(isinstance(name, str) and name for name in names)
         assert not any(set(name) & set("[], \t\n\r") for name in names)
+
+
+def test_names_problem_is_the_reason_a_node_list_cannot_be_a_run():
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
+    assert names_problem(["gpu001", "gpu002"]) is None and names_problem([]) is None
+    assert names_problem(["gpu001", ""]) == "an empty host name cannot be written in a hostlist"
+    assert names_problem(["gpu[1-2]"]) == "host name 'gpu[1-2]' contains '[' and ']', which a hostlist cannot hold"
+    assert names_problem([7]) == "host names must be strings, got int"

@@ -52,3 +52,22 @@ def test_anything_is_a_finite_number_or_a_reason(value):
                                             ("", False), ("1" * 19, False), ("-1", False), (" 1", False), (5, False)])
 def test_is_digits_is_what_int_can_read_as_a_count(text, expected):
     assert is_digits(text) is expected
+
+
+def test_options_problem_names_the_first_option_out_of_its_bounds():
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
+    bounds = {"timeout": (1, WEEK), "qps": (1, 64)}
+    assert options_problem({"timeout": 30, "qps": 4}, bounds) is None
+    assert options_problem({"timeout": 10 ** 400, "qps": 4}, bounds) == (
+        "timeout must be from 1 to 604800: %s... is above 604800" % repr(10 ** 400)[:37])
+    assert options_problem({"timeout": 30, "qps": 0}, bounds) == "qps must be from 1 to 64: 0 is below 1"
+    assert "is not a number" in options_problem({"timeout": None, "qps": 1}, bounds)
+
+
+def test_the_cell_readers_of_the_parsers_use_the_one_reader():
+    """_text.to_number / finite_number: no exception and no infinity from any cell."""
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import finite_number, to_number
+    assert to_number("9" * 5000) is None and to_number("1e309 W") is None and to_number("80 C") == 80
+    assert finite_number("9" * 5000) == (None, "not finite") and finite_number("1e309") == (None, "not finite")
+    assert finite_number("%.2f" % 1e300)[0] == float("%.2f" % 1e300)
+    assert finite_number("\u00b2") == (None, "not a number")

@@ -1,4 +1,6 @@
 """The data_transfer stage's verdicts: shards merged, progress judged."""
+import pytest
+
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._transfer import (
     human_bytes, human_seconds, transfer_progress, transfer_verification)
 
@@ -49,6 +51,15 @@ def test_progress_check_states_and_stall():
     assert stalled["status"] == "fail" and "stalled" in stalled["message"]
     done = transfer_progress(dict(base, bytes_arrived=4000, bytes_remaining=0, fraction=1.0, rate_bytes_per_s=0.0))
     assert done["checks"][0]["status"] == "pass" and "complete" in done["checks"][0]["message"]
+
+
+@pytest.mark.parametrize("key, value", [("rate_bytes_per_s", float("nan")), ("rate_bytes_per_s", float("inf")),
+                                        ("eta_s", float("nan")), ("bytes_arrived", -5), ("fraction", "x")])
+def test_a_progress_report_that_is_no_reading_is_an_error_never_a_pass(key, value):
+    base = {"files_total": 4, "files_complete": 1, "bytes_total": 4000, "bytes_arrived": 1000, "bytes_remaining": 3000,
+            "fraction": 0.25, "window_s": 600, "rate_bytes_per_s": 100.0, "eta_s": 30.0}
+    (check,) = transfer_progress(dict(base, **{key: value}))["checks"]
+    assert check["status"] == "error" and check["message"].startswith("the progress report is no reading (%s: " % key)
 
 
 def test_human_units():

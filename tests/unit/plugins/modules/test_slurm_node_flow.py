@@ -139,7 +139,9 @@ def test_unknown_names_fail_before_any_change(monkeypatch, capsys):
     ({"name": "n1", "state": "drained", "reason": "x", "reason_tag": " "}, "reason_tag must not be empty"),
     ({"name": "n1", "state": "drained", "reason": "gpucluster:"}, "reason must say why"),
     ({"name": "n[1-", "state": "drained", "reason": "x"}, "name: invalid hostlist"),
-    ({"name": "n1", "state": "drained", "reason": "x", "timeout": 0}, "timeout must be at least 1"),
+    ({"name": "n1", "state": "drained", "reason": "x", "timeout": 0}, "timeout must be from 1 to 604800: 0 is below 1"),
+    ({"name": "n1", "state": "drained", "reason": "x", "lock_timeout": 10 ** 9}, "lock_timeout must be from 0 to 604800"),
+    ({"name": "n1", "state": "drained", "reason": "x", "lock_file": "/"}, "cannot take the drain lock /"),
 ])
 def test_bad_arguments(monkeypatch, capsys, args, message):
     result = run_module(monkeypatch, capsys, FakeSlurm({"n1": ["IDLE", None]}), args)
