@@ -56,7 +56,7 @@ def _transfer_verification(results, shards=None, extra="fail"):
         raise AnsibleFilterError("transfer_verification: expected {node: result}, got %s" % type(results).__name__)
     if extra not in ("fail", "warn"):
         raise AnsibleFilterError("transfer_verification: extra must be fail or warn, got %r" % (extra,))
-    return transfer_verification(results, int(shards) if shards else None, extra)
+    return transfer_verification(results, shards or None, extra)
 
 
 class FilterModule(object):

@@ -30,6 +30,10 @@ KINDS = (
 )
 
 
+# The most verification shards a transfer is split into (one per node of a large cluster).
+MAX_SHARDS = 100000
+
+
 def human_bytes(value):
     value = float(value or 0)
     for unit in ("B", "KB", "MB", "GB", "TB", "PB"):
@@ -109,13 +113,18 @@ def transfer_verification(results, shards=None, extra="fail", manifest=None):
                                 "" if not problems else "; %d problems" % problems),
             {"shard": result["shard"], "files": result["checked"], "bytes": result["bytes"], "ok": result["ok"]},
             node))
-    for shard in range(int(shards or 0)):
+    shards, why = read_number(shards or 0, 0, MAX_SHARDS, integer=True)
+    if why:  # a garbled count: a loop over 10**12 shards would never end
+        checks.append(check_result("transfer.shard", ERROR, "the shard count is no count of shards (%s, at most %d): "
+                                   "which shards did not report cannot be told" % (why, MAX_SHARDS), {}, None))
+        shards = 0
+    for shard in range(shards):
         if shard not in reported and not any(c["check"] == "transfer.shard" for c in checks):
             checks.append(check_result("transfer.shard", ERROR, "shard %d of %d did not report: its files were not "
                                        "verified" % (shard, shards), {"shard": shard}, "shard%d" % shard))
     for check in checks:
         check["node"] = None  # about files, not about a node
-    document = {"verification": dict(totals, shards=int(shards or 0), **counts)}
+    document = {"verification": dict(totals, shards=shards, **counts)}
     if manifest:
         document["verification"].update({"manifest_files": len(manifest.get("entries") or []),
                                          "algorithm": manifest.get("algorithm")})

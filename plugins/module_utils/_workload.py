@@ -74,6 +74,11 @@ _NUMERIC = ("warmup_steps", "min_steps", "expected_steps", "straggler_ratio", "s
             "ranks_per_node", "param_check_every", "loss_spike_ratio", "loss_spike_window")
 
 
+# The most ranks a run may have (a world size above is garbled) and the missing ranks named one by one.
+MAX_RANKS = 1 << 20
+MAX_MISSING_LISTED = 64
+
+
 def _options(options):
     """(options merged over the defaults, problems); a non-numeric threshold keeps its default."""
     merged, problems = dict(DEFAULT_OPTIONS), []
@@ -210,9 +215,18 @@ def _rank_count_checks(ranks, expected, opts):
         return [_result("workload.ranks", ERROR, "the number of ranks launched is unknown (no world size "
                         "in the log and none expected); %d rank(s) reported" % len(reported),
                         {"reported": len(reported)})]
+    if expected > MAX_RANKS:  # a garbled world size: a loop over 10**12 ranks would never end
+        return [_result("workload.ranks", ERROR, "the world size %d is not a plausible rank count (at most %d): "
+                        "the log or the launch is garbled; %d rank(s) reported" % (expected, MAX_RANKS, len(reported)),
+                        {"expected": expected, "reported": len(reported)})]
     results = []
-    missing = [r for r in range(expected) if r not in reported]
-    for rank in missing:
+    done = set(reported)
+    missing = [r for r in range(expected) if r not in done]
+    if len(missing) > MAX_MISSING_LISTED:
+        results.append(_result("workload.ranks", ERROR, "%d of the %d ranks reported no step (the first %d are "
+                               "listed one by one)" % (len(missing), expected, MAX_MISSING_LISTED),
+                               {"expected": expected, "reported": len(reported), "missing": len(missing)}))
+    for rank in missing[:MAX_MISSING_LISTED]:
         node = (ranks.get(rank) or {}).get("node") or _expected_node(rank, opts)
         if ranks.get(rank, {}).get("errors"):
             continue  # its error is reported already

@@ -7,6 +7,7 @@ filter nor the input). New filters are found by listing plugins/filter: none can
 import importlib
 import inspect
 import math
+import signal
 
 import pytest
 from hypothesis import given, strategies as st
@@ -66,3 +67,39 @@ def test_an_infinite_number_does_not_pass_for_a_plan():
         except AnsibleError:
             continue
         assert result is None or (isinstance(result, (int, float)) and math.isfinite(result)), (name, result)
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _too_slow(signum, frame):
+    raise _TooSlow()
+
+
+@pytest.mark.parametrize("big", [10 ** 12, 10 ** 40])
+def test_a_huge_count_in_any_argument_never_hangs_a_filter(big):
+    """A count of 10**12 (a world size, a shard count, NICs per node) from a garbled file or a typo:
+    a filter that loops or allocates by it hangs the controller (the property above found one by
+    the OOM killer). Each filter gets it in every argument, plain and inside a dict and a list."""
+    slow = []
+    previous = signal.signal(signal.SIGALRM, _too_slow)
+    try:
+        for name, function in FILTERS:
+            params = _positional(function)
+            for index, param in enumerate(params):
+                for value in (big, {"x": big, "nics_per_node": big, "gpus_per_node": big, "shards": big}, [big]):
+                    args = [{} if p.default is inspect.Parameter.empty else p.default for p in params]
+                    args[index] = value
+                    signal.alarm(5)
+                    try:
+                        function(*args)
+                    except _TooSlow:
+                        slow.append("%s(%s=%r)" % (name, param.name, value))
+                    except AnsibleError:
+                        pass
+                    finally:
+                        signal.alarm(0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert slow == []

@@ -65,3 +65,11 @@ def test_a_progress_report_that_is_no_reading_is_an_error_never_a_pass(key, valu
 def test_human_units():
     assert human_bytes(999) == "999 B" and human_bytes(1500) == "1.5 KB" and human_bytes(4.8e12) == "4.8 TB"
     assert human_seconds(30) == "30s" and human_seconds(3 * 3600 + 13 * 60) == "3h 13m" and human_seconds(90000) == "1d 1h"
+
+
+@pytest.mark.parametrize("shards", [10 ** 12, "x", -1, float("nan")])
+def test_a_shard_count_that_is_no_count_is_an_error_not_an_endless_loop(shards):
+    result = transfer_verification({}, shards)
+    (check,) = [c for c in result["checks"] if c["check"] == "transfer.shard"]
+    assert check["status"] == "error" and check["message"].startswith("the shard count is no count of shards (")
+    assert result["document"]["verification"]["shards"] == 0

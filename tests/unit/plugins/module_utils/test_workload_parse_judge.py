@@ -662,3 +662,17 @@ def test_cpu_clock_slowdown_is_busy_work():
     started = time.process_time()
     WORKLOAD.slow_down(0.05, "cpu")
     assert time.process_time() - started >= 0.05
+
+
+def test_a_garbled_world_size_is_an_error_not_an_endless_loop():
+    parsed = parse_workload_log(REAL_SLOW_RANK2)
+    results = judge_workload(parsed, expected_ranks=10 ** 12)
+    (ranks,) = [r for r in results if r["check"] == "workload.ranks"]
+    assert ranks["status"] == "error" and "is not a plausible rank count" in ranks["message"]
+
+
+def test_many_missing_ranks_are_counted_and_the_first_listed():
+    results = judge_workload(parse_workload_log(REAL_SLOW_RANK2), expected_ranks=200)
+    missing = [r for r in results if r["check"] == "workload.ranks"]
+    assert missing[0]["message"] == "196 of the 200 ranks reported no step (the first 64 are listed one by one)"
+    assert len(missing) == 1 + 64 and all(r["status"] == "error" for r in missing)
