@@ -18,6 +18,9 @@ __metaclass__ = type
 import json
 import os
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import options_problem
+
 MAX_LISTED = 20
 
 
@@ -59,6 +62,23 @@ def directory_problem(path):
         return "%s cannot be a directory for the run's files: %s" % (path, exc.strerror or exc)
     if not os.access(path, os.W_OK | os.X_OK):
         return "%s is not writable" % path
+    return None
+
+
+def door_problem(params, bounds, check_mode):
+    """The first reason a module's node list, seconds and counts (``bounds``) or raw_dir cannot be
+    used, named by option; None when all can. One check at the door for the modules that run a
+    stage over nodes."""
+    why = names_problem(params["nodes"])
+    if why:
+        return "nodes: %s" % why
+    why = options_problem(params, bounds)
+    if why:
+        return why
+    if params.get("raw_dir") and not check_mode:
+        why = directory_problem(params["raw_dir"])
+        if why:
+            return "raw_dir: %s" % why
     return None
 
 

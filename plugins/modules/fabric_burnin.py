@@ -189,9 +189,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric, _localize
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import door_problem
 
 
 def main():
@@ -230,19 +229,15 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if names_problem(params["nodes"]):
-        module.fail_json(msg="fabric_burnin: nodes: %s" % names_problem(params["nodes"]))
-    problem = options_problem(params, {"tasks_per_node": (1, 4096), "gpus_per_process": (1, 4096),
-                                       "gpus_per_node": (1, 4096), "timeout": (1, WEEK), "concurrency": (1, 4096),
-                                       "preflight_timeout": (1, WEEK), "max_rounds": (0, 10 ** 4)})
+    problem = door_problem(params, {"tasks_per_node": (1, 4096), "gpus_per_process": (1, 4096),
+                                    "gpus_per_node": (1, 4096), "timeout": (1, WEEK), "concurrency": (1, 4096),
+                                    "preflight_timeout": (1, WEEK), "max_rounds": (0, 10 ** 4)}, module.check_mode)
     if problem:
         module.fail_json(msg="fabric_burnin: %s" % problem)
     opts = dict(params)
     opts["floor"] = params["floor"] or None
     opts["max_rounds"] = params["max_rounds"] or None
     opts["max_busbw"] = params["max_busbw"] or None
-    if params["raw_dir"] and not module.check_mode and directory_problem(params["raw_dir"]):
-        module.fail_json(msg="fabric_burnin: raw_dir: %s" % directory_problem(params["raw_dir"]))
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="fabric_burnin: replay directory %s does not exist" % params["replay_dir"])
     topology = dict((n, v if isinstance(v, dict) else {"leaf": v}) for n, v in params["topology"].items())

@@ -114,9 +114,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric_discovery, _guard
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import run_one
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem, write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import door_problem, write_atomic
 
 
 class _Commands(object):
@@ -200,12 +199,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if names_problem(params["nodes"]):
-        module.fail_json(msg="fabric_topology: nodes: %s" % names_problem(params["nodes"]))
-    if options_problem(params, {"timeout": (1, WEEK)}):
-        module.fail_json(msg="fabric_topology: %s" % options_problem(params, {"timeout": (1, WEEK)}))
-    if params["raw_dir"] and not module.check_mode and directory_problem(params["raw_dir"]):
-        module.fail_json(msg="fabric_topology: raw_dir: %s" % directory_problem(params["raw_dir"]))
+    problem = door_problem(params, {"timeout": (1, WEEK)}, module.check_mode)
+    if problem:
+        module.fail_json(msg="fabric_topology: %s" % problem)
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="fabric_topology: replay directory %s does not exist" % params["replay_dir"])
     env = dict(os.environ)

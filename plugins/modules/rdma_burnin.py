@@ -177,9 +177,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize, _rdma, _rdma_plan
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem, natural_key
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import door_problem
 
 
 def main():
@@ -218,18 +218,14 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if names_problem(params["nodes"]):
-        module.fail_json(msg="rdma_burnin: nodes: %s" % names_problem(params["nodes"]))
-    problem = options_problem(params, {"timeout": (1, WEEK), "startup": (1, WEEK), "qps": (1, 65536),
-                                       "size": (0, 2 ** 40), "iterations": (0, 10 ** 9), "max_rounds": (0, 10 ** 4)})
+    problem = door_problem(params, {"timeout": (1, WEEK), "startup": (1, WEEK), "qps": (1, 65536),
+                                    "size": (0, 2 ** 40), "iterations": (0, 10 ** 9), "max_rounds": (0, 10 ** 4)}, module.check_mode)
     if problem:
         module.fail_json(msg="rdma_burnin: %s" % problem)
     if not 0 < params["min_fraction"] <= 1:
         module.fail_json(msg="rdma_burnin: min_fraction must be in (0, 1], got %s" % params["min_fraction"])
     if not 1024 <= params["base_port"] <= 60000:
         module.fail_json(msg="rdma_burnin: base_port must be from 1024 to 60000, got %d" % params["base_port"])
-    if params["raw_dir"] and not module.check_mode and directory_problem(params["raw_dir"]):
-        module.fail_json(msg="rdma_burnin: raw_dir: %s" % directory_problem(params["raw_dir"]))
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="rdma_burnin: replay directory %s does not exist" % params["replay_dir"])
     opts = dict(params)
