@@ -366,7 +366,7 @@ def main():
             _run(module)
     except LockTimeout as exc:
         module.fail_json(msg=str(exc), lock_file=module.params["lock_file"])
-    except (IOError, OSError) as exc:  # the lock file cannot be opened (a directory, no permission)
+    except (IOError, OSError, ValueError) as exc:  # the lock file cannot be opened (a directory, a NUL byte)
         module.fail_json(msg="cannot take the drain lock %s: %s" % (module.params["lock_file"], exc),
                          lock_file=module.params["lock_file"])
 
