@@ -11,9 +11,11 @@ from harness import SimRun, playbook_started, run_dirs, spec, validated_results,
 pytestmark = pytest.mark.integration
 
 
-def _processes_of(run_dir):
-    """'pid cmdline' of live processes started for this simulated cluster (its spec in their environment)."""
+def _processes_of(run_dir, node=None):
+    """'pid cmdline' of live processes started for this simulated cluster (its spec in their
+    environment), or only those the collector started for NODE."""
     marker = str(run_dir).encode()
+    node_marker = b"\0GPUCLUSTER_SIM_NODE=%s\0" % node.encode() if node else b""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -25,7 +27,7 @@ def _processes_of(run_dir):
                 argv = handle.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if marker in environ and state not in ("Z", "X") and "slurm" not in argv.split(" ")[0]:
+        if marker in environ and node_marker in b"\0" + environ + b"\0" and state not in ("Z", "X") and "slurm" not in argv.split(" ")[0]:
             found.append("%s %s" % (pid, argv.strip()))
     return found
 
@@ -48,8 +50,10 @@ def _workers_of(inventory):
 
 
 def _hung_tool(run_dir):
-    """The fake dcgmi diag process itself (not the shell or collector about to start it)."""
-    return [p for p in _processes_of(run_dir) if "gpusim dcgmi diag" in p]
+    """gpu002's fake dcgmi diag process itself (not the shell or collector about to start it, and
+    not another node's, which ends on its own: seeing one of those, the run was killed while gpu002
+    was still in an earlier stage when the machine was loaded)."""
+    return [p for p in _processes_of(run_dir, "gpu002") if "gpusim dcgmi diag" in p]
 
 
 def test_sigkill_leaves_an_incomplete_directory_with_its_outputs_and_no_tool_running(tmp_path):
