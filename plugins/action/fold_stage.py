@@ -16,6 +16,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import STATUSES
 
 ARGUMENT_SPEC = {
     "stage": {"type": "str", "required": True},
@@ -24,7 +25,6 @@ ARGUMENT_SPEC = {
     "raw": {"type": "dict", "default": {}},
     "run_id": {"type": "str", "default": ""},
 }
-_STATUSES = ("pass", "fail", "error", "skip")
 
 
 class ActionModule(ActionBase):
@@ -40,9 +40,9 @@ class ActionModule(ActionBase):
         node = to_text(task_vars.get("inventory_hostname", "node"))
         checks = []
         for check in args["checks"]:
-            if check.get("status") not in _STATUSES or not check.get("check"):
+            if check.get("status") not in STATUSES or not check.get("check"):
                 raise AnsibleActionFail("fold_stage: every check needs a check name and a status in %s, got %r"
-                                        % ("/".join(_STATUSES), check))
+                                        % ("/".join(STATUSES), check))
             record = dict(check)
             record["stage"], record["node"] = args["stage"], node
             record.setdefault("raw", sorted(args["raw"]))

@@ -82,8 +82,10 @@ import uuid
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import hostlist_text
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD, ERROR, worst
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -152,10 +154,7 @@ def _play_stages(play):
 
 
 def _hosts(names):
-    try:
-        return compress_hostlist(sorted(set(names)))
-    except (TypeError, ValueError):
-        return ",".join(sorted(set(str(n) for n in names)))
+    return hostlist_text(names)
 
 
 def _short(text, keep=100):
@@ -174,10 +173,10 @@ def _duration(seconds):
 def node_line(node, stage_result):
     """One line for a node that finished a stage: status, and the first bad check's message."""
     checks = [c for c in (stage_result.get("checks") or []) if isinstance(c, dict)]
-    rank = {"error": 4, "fail": 3, "warn": 2, "pass": 1, "skip": 0}
-    status = max((str(c.get("status")) for c in checks), key=lambda s: rank.get(s, 0)) if checks else "error"
-    line = "%s %s %s" % (node, stage_result.get("stage", "?"), status if status in ("pass", "skip") else status.upper())
-    bad = [c for c in checks if c.get("status") == status and status in ("fail", "error", "warn")]
+    status = worst((c.get("status") for c in checks), empty=ERROR)
+    line = "%s %s %s" % (node, stage_result.get("stage", "?"), status if status not in BAD else status.upper())
+    # A status outside the vocabulary counts as an error (_status), and is shown as one.
+    bad = [c for c in checks if worst([c.get("status")]) == status and status in BAD]
     if bad:
         message = " ".join(str(bad[0].get("message") or bad[0].get("check") or "").split())
         if len(checks) > 1 and len(bad) > 1:
@@ -366,7 +365,7 @@ class CallbackModule(CallbackBase):
         self._run.setdefault("started", _now())
         mark = {"run_id": self._run["id"], "started": self._run["started"], "pid": os.getpid(),
                 "host": socket.gethostname(), "playbook": self._run.get("playbook")}
-        _results.write_atomic(os.path.join(self._run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
+        write_atomic(os.path.join(self._run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
         # Tasks forked after this point (the verdict, the fabric and workload stages) find the
         # directory here: they stream raw outputs into it and read results.json from it.
         os.environ[RUN_DIR_ENV] = self._run_dir
@@ -381,7 +380,7 @@ class CallbackModule(CallbackBase):
                 continue
             path = os.path.join(folder, _safe(tool) + ".txt")
             if record.get("output") is not None or not os.path.exists(path):
-                _results.write_atomic(path, record.get("output") or "")
+                write_atomic(path, record.get("output") or "")
             entry = {"path": os.path.relpath(path, self._run_dir)}
             for key in ("rc", "seconds", "complete", "command"):
                 if record.get(key) is not None:
@@ -572,12 +571,12 @@ class CallbackModule(CallbackBase):
         problems = _results.validate(document)
         if problems:
             # A document that breaks the contract is kept for the bug report, never as results.json.
-            _results.write_atomic(os.path.join(self._run_dir, "results.invalid.json"),
-                                  json.dumps(document, indent=1, sort_keys=True, default=str))
+            write_atomic(os.path.join(self._run_dir, "results.invalid.json"),
+                         json.dumps(document, indent=1, sort_keys=True, default=str))
             self._warn_once("results.json would not be valid, kept as results.invalid.json: %s"
                             % "; ".join(problems[:5]))
             return None
-        _results.write_atomic(os.path.join(self._run_dir, "results.json"), _results.dumps(document))
+        write_atomic(os.path.join(self._run_dir, "results.json"), _results.dumps(document))
         return document
 
     def _update_last_pass(self, document):
@@ -598,7 +597,7 @@ class CallbackModule(CallbackBase):
             for stage, status in sorted((entry.get("stages") or {}).items()):
                 if status == "pass":
                     known.setdefault(node, {})[stage] = {"time": when, "run_id": document["run"]["id"]}
-        _results.write_atomic(path, json.dumps(known, indent=1, sort_keys=True) + "\n")
+        write_atomic(path, json.dumps(known, indent=1, sort_keys=True) + "\n")
 
     def _check_mode_summary(self):
         self._display.display("gpucluster.acceptance check mode: nothing was run or measured, no verdict"
@@ -636,12 +635,12 @@ class CallbackModule(CallbackBase):
             except Exception as exc:  # pylint: disable=broad-except
                 self._warn_once("could not write %s: %s: %s" % (name, type(exc).__name__, exc))
                 continue
-            _results.write_atomic(os.path.join(run_dir, name), text)
+            write_atomic(os.path.join(run_dir, name), text)
         try:
             self._update_last_pass(document)
         except (IOError, OSError) as exc:
             self._warn_once("could not update %s: %s" % (LAST_PASS, exc))
-        _results.write_atomic(os.path.join(run_dir, COMPLETE), json.dumps(
+        write_atomic(os.path.join(run_dir, COMPLETE), json.dumps(
             {"run_id": document["run"]["id"], "finished": document["run"].get("finished"),
              "verdict": document["verdict"]["status"]}, indent=2) + "\n")
         try:

@@ -13,19 +13,12 @@ description:
   - "Reads O(var) from each node's hostvars and returns C({node: value}), leaving out nodes that
     do not define it (unlike C(map('extract')), which fails on them)."
 options:
-  _input:
-    description: C(hostvars).
-    type: raw
-    required: true
-  nodes:
-    description: Nodes to read.
-    type: list
-    elements: str
-    required: true
   var:
     description: Variable name.
     type: str
     required: true
+extends_documentation_fragment:
+  - gpucluster.acceptance.node_states
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 

@@ -16,20 +16,9 @@ description:
     can count it as bad.
   - With O(run_id), a state left by another run (a persistent fact cache or AWX fact storage
     keeps facts between runs) counts as none, so an old pass never stands in for this run.
-options:
-  _input:
-    description: C(hostvars).
-    type: raw
-    required: true
-  nodes:
-    description: The nodes the acceptance play targeted.
-    type: list
-    elements: str
-    required: true
-  run_id:
-    description: This run's id (C(acceptance_run_id)); states of other runs are ignored. Empty accepts any.
-    type: str
-    default: ""
+extends_documentation_fragment:
+  - gpucluster.acceptance.node_states
+  - gpucluster.acceptance.node_states.run_id
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -45,16 +34,11 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, node_states_of
 
 
 def _node_states(hostvars, nodes, run_id=""):
-    if not isinstance(nodes, (list, tuple)):
-        raise AnsibleFilterError("node_states: nodes must be a list, got %s" % type(nodes).__name__)
-    return _run_state.node_states(hostvars, nodes, run_id=run_id)
+    return node_states_of("node_states", hostvars, nodes, run_id)
 
 
 class FilterModule(object):

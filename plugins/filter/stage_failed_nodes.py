@@ -14,23 +14,13 @@ description:
     C(collect_node_state) of this run (see M(gpucluster.acceptance.collect_stage)) and returns the
     sorted names of the nodes that failed the stage.
 options:
-  _input:
-    description: C(hostvars).
-    type: raw
-    required: true
-  nodes:
-    description: The nodes to look at (for example C(ansible_play_hosts)).
-    type: list
-    elements: str
-    required: true
   stage:
     description: The stage.
     type: str
     required: true
-  run_id:
-    description: This run's id; states of other runs are ignored. Empty accepts any.
-    type: str
-    default: ""
+extends_documentation_fragment:
+  - gpucluster.acceptance.node_states
+  - gpucluster.acceptance.node_states.run_id
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -47,16 +37,12 @@ _value:
   elements: str
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, node_states_of
 
 
 def _stage_failed_nodes(hostvars, nodes, stage, run_id=""):
-    if not isinstance(nodes, (list, tuple)):
-        raise AnsibleFilterError("stage_failed_nodes: nodes must be a list, got %s" % type(nodes).__name__)
-    return _run_state.stage_failed_nodes(_run_state.node_states(hostvars, nodes, run_id=run_id), str(stage))
+    return _run_state.stage_failed_nodes(node_states_of("stage_failed_nodes", hostvars, nodes, run_id), str(stage))
 
 
 class FilterModule(object):

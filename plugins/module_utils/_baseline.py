@@ -30,13 +30,13 @@ __metaclass__ = type
 import datetime
 import os
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import MAD_SCALE
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, mad, median, warning_result)
 
 SCHEMA = 1
 STAGE = "baseline"
 # Scale that makes the MAD of normally distributed data estimate its standard deviation.
-MAD_SCALE = 1.4826
 
 # Numbers compared per node: name -> (label, unit, higher is better).
 NODE_METRICS = (

@@ -37,6 +37,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import parse_nccl_tests
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import worst
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
@@ -445,7 +446,7 @@ def fabric_stage(nodes, topology, opts, env=None):
         checks.extend(dict(c, stage=STAGE, raw=[_fabric_counters.BEFORE_KEY, _fabric_counters.AFTER_KEY]) for c in found)
         failed = sorted(set(failed) | set(flapped))
     if error is None:
-        status = max((c["status"] for c in checks), key=lambda s: {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}[s])
+        status = worst(c["status"] for c in checks)
     document = _document(fabric, state, full_view, status, error, floor)
     document["preflight"] = preflight
     return {"stage": STAGE, "checks": checks, "raw": fabric.runner.raw, "document": document,

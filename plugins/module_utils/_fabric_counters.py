@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import LAUNCHER, classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import ERROR, check_result
@@ -127,7 +128,7 @@ def counter_checks(nodes, before, after, limits):
         results = judge_counters(ports, old, new, profile, during=DURING)
         for result in results:
             result["node"] = node
-            if result["status"] in ("fail", "error"):
+            if result["status"] in BAD:
                 failed.append(node)
             if result["status"] == "pass":
                 result["message"] = "%s: %s" % (node, result["message"])

@@ -18,7 +18,7 @@ import threading
 import time
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guard
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 
 STAGE = "fabric"
 _RAW_FOLDER = os.path.join("raw", "_" + STAGE)

@@ -287,3 +287,13 @@ def compress_hostlist(names):
         else:
             pieces.append("%s[%s]" % (prefix, ",".join(_format_range(*item) for item in ranges)))
     return ",".join(pieces)
+
+
+def hostlist_text(names):
+    """Names as one short text for a message: the hostlist ("gpu[001-004,007]") when every name
+    can be one, else the names joined by commas (a name with a bracket or a blank stays readable)."""
+    unique = sorted(set(str(name) for name in names), key=natural_key)
+    try:
+        return compress_hostlist(unique)
+    except (TypeError, ValueError):
+        return ",".join(unique)

@@ -22,15 +22,10 @@ __metaclass__ = type
 
 import math
 
-PASS = "pass"
-FAIL = "fail"
-ERROR = "error"
-SKIP = "skip"
-STATUSES = (PASS, FAIL, ERROR, SKIP)
-
-# Scale that makes the MAD of normally distributed data estimate its standard deviation;
-# 0.6745 is the 0.75 quantile of the standard normal (Iglewicz and Hoaglin's modified z-score).
-_MAD_TO_SIGMA = 0.6745
+# The status vocabulary lives in _status and the statistics in _stats; judges import both from here.
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import (  # noqa: F401  # pylint: disable=unused-import
+    ERROR, FAIL, PASS, SKIP, STATUSES, worst_status)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import mad, median, robust_z  # noqa: F401  # pylint: disable=unused-import
 
 
 # Evidence: at most this many lines of the tool's output, each cut to this many characters.
@@ -115,38 +110,6 @@ def is_number(value):
     return not (math.isnan(value) or math.isinf(value))
 
 
-def median(values):
-    """Median of a non-empty sequence of numbers. Raises ValueError when empty."""
-    ordered = sorted(values)
-    count = len(ordered)
-    if count == 0:
-        raise ValueError("median of an empty sequence")
-    middle = count // 2
-    if count % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2.0
-
-
-def mad(values, center=None):
-    """Median absolute deviation (unscaled) around center (default: the median)."""
-    if center is None:
-        center = median(values)
-    return median([abs(v - center) for v in values])
-
-
-def robust_z(value, center, spread):
-    """Modified z-score 0.6745 * (value - center) / MAD.
-
-    When the MAD is zero (most peers identical) any deviation gives +/-inf and no deviation 0.
-    """
-    diff = value - center
-    if spread == 0:
-        if diff == 0:
-            return 0.0
-        return math.copysign(float("inf"), diff)
-    return _MAD_TO_SIGMA * diff / spread
-
-
 def peer_outliers(values_by_node, low_is_bad=True, k=3.5, min_rel_drop=0.10, min_nodes=3):
     """Nodes whose value is far from the cluster median in the bad direction.
 
@@ -217,13 +180,3 @@ def profile_get(profile, dotted, default=None):
             return default
         node = node[part]
     return default if node is None else node
-
-
-def worst_status(results):
-    """error > fail > pass > skip over a list of results; 'skip' for an empty list."""
-    rank = {ERROR: 3, FAIL: 2, PASS: 1, SKIP: 0}
-    worst = SKIP
-    for result in results:
-        if rank[result["status"]] > rank[worst]:
-            worst = result["status"]
-    return worst

@@ -12,9 +12,10 @@ bench/localize_strategies.py. Standard library only.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import bisect
 import math
 import random
+
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import mad_sorted, median
 
 CLEARED = "cleared"
 SUSPECT = "suspect"
@@ -36,7 +37,6 @@ ERROR = "error"
 UPLINK = "uplink:"
 UNKNOWN_LEAF = "unknown"
 CLASSES = ("intra", "cross")
-MAD_TO_SIGMA = 0.6745
 
 DEFAULTS = {
     # GB/s: a pair below it is low (the profile's nccl.multi_node_pair_busbw_min); None: none.
@@ -101,35 +101,6 @@ def gbs(value):
     return "%.0f" % value
 
 
-def median_sorted(values):
-    count = len(values)
-    mid = count // 2
-    if count % 2:
-        return values[mid]
-    return (values[mid - 1] + values[mid]) / 2.0
-
-
-def mad_sorted(values, center):
-    """Median absolute deviation of sorted values around center, walking out from the center."""
-    count = len(values)
-    right = bisect.bisect_left(values, center)
-    left = right - 1
-    wanted = (count - 1) // 2, count // 2
-    found = []
-    for rank in range(count // 2 + 1):
-        dev_left = center - values[left] if left >= 0 else None
-        dev_right = values[right] - center if right < count else None
-        if dev_right is None or (dev_left is not None and dev_left <= dev_right):
-            dev = dev_left
-            left -= 1
-        else:
-            dev = dev_right
-            right += 1
-        if rank in wanted:
-            found.append(dev)
-    return sum(found) / len(found)
-
-
 def round_robin(items):
     """Circle-method tournament: a list of rounds, each a list of (a, b) pairs (byes dropped)."""
     items = list(items)
@@ -158,7 +129,7 @@ def pairs_of(nodes):
 
 def stats(values):
     """(median, MAD) of sorted values."""
-    center = median_sorted(values)
+    center = median(values)
     return center, mad_sorted(values, center)
 
 

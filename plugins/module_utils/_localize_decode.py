@@ -35,6 +35,7 @@ import heapq
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_base as base
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_evidence as evidence
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import MAD_TO_SIGMA
 
 
 # ------------------------------------------------------------------------------ references
@@ -76,7 +77,7 @@ def refresh_references(state):
                 spread = pooled_stats[1] * scale[cls]
             else:
                 spread = 0.0
-            margin = max(rel * median, cfg["mad_z"] * spread / base.MAD_TO_SIGMA)
+            margin = max(rel * median, cfg["mad_z"] * spread / MAD_TO_SIGMA)
             threshold = median - margin if floor is None else max(floor, median - margin)
             clear = max(threshold + rel / 2.0 * median, median * (1 - rel / 2.0))
             entry.update({"median": median, "mad": spread})

@@ -33,7 +33,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 
 try:
     import xxhash

@@ -20,6 +20,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
+
 # Components an infrastructure error names (the run could not reach or start the tool there).
 INFRASTRUCTURE = ("transport", "scheduler", "launcher")
 # A tool refused for want of rights: dmesg under kernel.dmesg_restrict, umad devices, /dev/nvidia*.
@@ -98,7 +100,7 @@ def _tool(check):
 
 def _ranked_step(check):
     """(rank, instruction) for a failed or errored check, None otherwise: errors rank first."""
-    if not isinstance(check, dict) or check.get("status") not in ("fail", "error"):
+    if not isinstance(check, dict) or check.get("status") not in BAD:
         return None
     stage = str(check.get("stage") or "") or "<stage>"
     if check["status"] == "error":

@@ -31,9 +31,10 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guar
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import run_one
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infiniband import judge_counters
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import worst
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._rdma_plan import (
     DRIVER, STAGE, driver_args, judge_test, plan_tests, rail_nics, split_sections)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
@@ -291,7 +292,7 @@ def rdma_stage(nodes, info, topology, opts, env=None):  # noqa: C901  (one pass 
         counter_checks, counter_failed = _counter_checks(snapshots, info, opts)
         checks += counter_checks
         failed |= counter_failed
-    status = _worst(c["status"] for c in checks)
+    status = worst(c["status"] for c in checks)
     document = _document(states, rates, rounds, status, error, opts, info)
     return {"stage": STAGE, "checks": checks, "raw": runs.raw, "document": document, "failed_nodes": sorted(failed)}
 
@@ -310,11 +311,6 @@ def _pair_results(grouped):
                             "status": status})
         by_rail.setdefault(rail, []).append(results)
     return by_rail
-
-
-def _worst(statuses):
-    order = {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}
-    return max(list(statuses) or [SKIP], key=lambda s: order[s])
 
 
 def _label(info, node, rail):

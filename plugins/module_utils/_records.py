@@ -16,8 +16,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import directory_problem
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import names_problem
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import options_problem
 
@@ -54,17 +54,6 @@ def no_header_message(tool, parsed):
     return "%s printed no header record: nothing was tested" % tool
 
 
-def directory_problem(path):
-    """None when ``path`` is (or can be made) a directory this process writes in; else why not."""
-    try:
-        os.makedirs(path, exist_ok=True)
-    except (IOError, OSError) as exc:
-        return "%s cannot be a directory for the run's files: %s" % (path, exc.strerror or exc)
-    if not os.access(path, os.W_OK | os.X_OK):
-        return "%s is not writable" % path
-    return None
-
-
 def door_problem(params, bounds, check_mode):
     """The first reason a module's node list, seconds and counts (``bounds``) or raw_dir cannot be
     used, named by option; None when all can. One check at the door for the modules that run a
@@ -80,16 +69,3 @@ def door_problem(params, bounds, check_mode):
         if why:
             return "raw_dir: %s" % why
     return None
-
-
-def write_atomic(path, text):
-    """Write ``text`` to ``path`` through a temporary file, fsync, rename: readers see old or new."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        os.makedirs(folder)
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

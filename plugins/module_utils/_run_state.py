@@ -22,21 +22,15 @@ from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._next_steps import error_kind
 
-PASS, FAIL, ERROR, SKIP = "pass", "fail", "error", "skip"
-BAD = (FAIL, ERROR)
-# Worst status wins when checks are summarised; an unknown status counts as an error.
-_RANK = {SKIP: 0, PASS: 1, FAIL: 2, ERROR: 3}
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD, FAIL, PASS, RANK, SKIP
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import worst as _worst
 # A node that was targeted and has no check at all (it never reported).
 UNTESTED = "untested"
 
 
 def worst(statuses, empty=PASS):
-    """The worst of the statuses (empty when there are none)."""
-    best = None
-    for status in statuses:
-        if best is None or _RANK.get(status, 3) > _RANK.get(best, 3):
-            best = status if status in _RANK else ERROR
-    return empty if best is None else best
+    """The worst of the statuses (``empty``, a pass here, when there are none)."""
+    return _worst(statuses, empty)
 
 
 # ---------------------------------------------------------------------------- node states
@@ -155,6 +149,11 @@ def passed_nodes(states, targets):
     return sorted(n for n, s in reported.items() if not s.get("failed_stages"))
 
 
+def any_failed(states):
+    """True when a node's state names a failed stage (nodes that never reported do not count)."""
+    return any(isinstance(s, dict) and bool(s.get("failed_stages")) for s in (states or {}).values())
+
+
 # ---------------------------------------------------------------------------- the verdict
 
 def _entry():
@@ -165,7 +164,7 @@ def _add(entry, check):
     stage = check.get("stage") or "unknown"
     status = check.get("status")
     entry["stages"][stage] = worst([entry["stages"].get(stage, SKIP), status])
-    if status in BAD or status not in _RANK:
+    if status in BAD or status not in RANK:
         entry["problems"].append("%s %s: %s" % (str(status).upper(), stage, check.get("message", "")))
 
 

@@ -28,7 +28,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
-    MAX_HOSTLIST_NAMES, compress_hostlist, expand_hostlist)
+    MAX_HOSTLIST_NAMES, compress_hostlist, expand_hostlist, hostlist_text)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     capped,
     lines_of, new_result)
@@ -383,10 +383,7 @@ def _names(value):
 
 
 def _compressed(names):
-    try:
-        return compress_hostlist(sorted(set(names)))
-    except (TypeError, ValueError):
-        return ",".join(sorted(set(names)))
+    return hostlist_text(names)
 
 
 def _records(parsed, key):

@@ -32,8 +32,9 @@ import re
 
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _stats
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
-    compress_hostlist, expand_hostlist, natural_key)
+    expand_hostlist, hostlist_text, natural_key)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibnetdiscover import (
     parse_ibnetdiscover)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
@@ -61,11 +62,7 @@ def _problem(severity, code, message):
 
 
 def _short(names):
-    names = _sorted(set(names))
-    try:
-        text = compress_hostlist(names)
-    except (TypeError, ValueError):
-        text = ",".join(names)
+    text = hostlist_text(names)
     return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -560,14 +557,6 @@ def _number(value):
     return number if math.isfinite(number) and number >= 0 else None
 
 
-def _median(values):
-    values = sorted(values)
-    middle = len(values) // 2
-    if len(values) % 2:
-        return values[middle]
-    return (values[middle - 1] + values[middle]) / 2.0
-
-
 def check_pair_bandwidth(leaves, pair_busbw, ratio=DEFAULT_CROSS_LEAF_RATIO, min_pairs=3):
     """Pairs that Slurm places on one leaf but whose measured bandwidth looks cross-spine.
 
@@ -614,7 +603,7 @@ def check_pair_bandwidth(leaves, pair_busbw, ratio=DEFAULT_CROSS_LEAF_RATIO, min
         result["warnings"].append("only %d measured node pair(s) share a leaf in Slurm's topology: too few to "
                                   "compare with the fabric (need %d)" % (len(pairs), min_pairs))
         return result
-    median = _median([value for _leaf, _key, value in pairs])
+    median = _stats.median([value for _leaf, _key, value in pairs])
     threshold = ratio * median
     result["median"] = round(median, 3)
     result["threshold"] = round(threshold, 3)

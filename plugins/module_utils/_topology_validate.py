@@ -25,6 +25,7 @@ Standard library only; nothing raises on odd input (unreadable parts are ``probl
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import median_or_none
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
@@ -55,14 +56,6 @@ def _pairs_with(node, others, measured):
             if other != node and frozenset((node, other)) in measured]
 
 
-def _median(values):
-    values = sorted(values)
-    if not values:
-        return None
-    middle = len(values) // 2
-    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2.0
-
-
 def _show_pairs(node, pairs, limit=4):
     return ", ".join("%s-%s %.1f GB/s" % (node, other, value) for other, value in pairs[:limit]) + \
         (" (+%d more)" % (len(pairs) - limit) if len(pairs) > limit else "")
@@ -75,12 +68,12 @@ def _bandwidth_evidence(node, file_peers, fabric_peers, measured):
     lines = []
     if with_file:
         lines.append("measured with the nodes topology.conf puts it with: %s (median %.1f GB/s)"
-                     % (_show_pairs(node, with_file), _median([v for _o, v in with_file])))
+                     % (_show_pairs(node, with_file), median_or_none([v for _o, v in with_file])))
     if with_fabric:
         lines.append("measured with the nodes of its fabric leaf: %s (median %.1f GB/s)"
-                     % (_show_pairs(node, with_fabric), _median([v for _o, v in with_fabric])))
+                     % (_show_pairs(node, with_fabric), median_or_none([v for _o, v in with_fabric])))
     if with_file and with_fabric:
-        ratio = _median([v for _o, v in with_file]) / max(_median([v for _o, v in with_fabric]), 1e-9)
+        ratio = median_or_none([v for _o, v in with_file]) / max(median_or_none([v for _o, v in with_fabric]), 1e-9)
         lines.append("its pairs with its topology.conf switch-mates run at %d %% of its pairs on its fabric leaf: "
                      "the path to them crosses a spine" % int(round(ratio * 100)) if ratio < 0.9 else
                      "its pairs with its topology.conf switch-mates run at %d %% of its pairs on its fabric leaf "

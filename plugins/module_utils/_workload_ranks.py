@@ -12,25 +12,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import bisect
-import math
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import percentile
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     FAIL, PASS, SKIP, check_result, fmt_num, is_number, mad, median, robust_z, warning_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._workload_log import _label
 
 
 _PERCENTILES = (50, 95, 99)
-
-
-def percentile(values, pct):
-    """Linear-interpolated percentile (as numpy's default) of a non-empty list."""
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("percentile of an empty sequence")
-    pos = (len(ordered) - 1) * pct / 100.0
-    low = int(math.floor(pos))
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
 
 
 def _stats(values, prefix):

@@ -31,7 +31,8 @@ options:
     description: The stage.
     type: str
     required: true
-    choices: [dcgm, gpu_health, infiniband, nccl_single_node, preflight, topology]
+    choices: [checkpoint, checkpoint_alone, data_loader, data_loader_alone, dcgm, gpu_health, infiniband, nccl_single_node,
+              preflight, sdc, topology]
   tools:
     description:
       - The tools to run, in order, each a dict with C(name) (letters, digits, C(.), C(_), C(-)),

@@ -114,8 +114,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric_discovery, _guard
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import run_one
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import door_problem, write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import door_problem
 
 
 class _Commands(object):

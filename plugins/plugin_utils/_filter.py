@@ -18,6 +18,8 @@ import functools
 from ansible.errors import AnsibleError, AnsibleFilterError
 from ansible.module_utils.six import string_types
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+
 # What a filter's code raises on input of the wrong shape (its own clear AnsibleError passes).
 _INPUT_ERRORS = (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError, RecursionError,
                  ZeroDivisionError)
@@ -45,6 +47,13 @@ def guarded(name, function):
             raise AnsibleFilterError("%s could not use its input (%s): %s: %s"
                                      % (name, given, type(exc).__name__, str(exc)[:300]))
     return _filter
+
+
+def node_states_of(name, hostvars, nodes, run_id=""):
+    """The filter ``name``'s view of every node's acceptance state of this run (see _run_state)."""
+    if not isinstance(nodes, (list, tuple)):
+        raise AnsibleFilterError("%s: nodes must be a list, got %s" % (name, type(nodes).__name__))
+    return _run_state.node_states(hostvars, nodes, run_id=run_id)
 
 
 def guarded_filters(filters):

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import hostlist_text
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._next_steps import next_steps
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import split_text
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
@@ -22,8 +22,6 @@ try:
     HAS_JUNIT_XML = True
 except ImportError:  # the callback reports the missing library once instead of failing per event
     HAS_JUNIT_XML = False
-
-BAD = ("fail", "error")
 
 
 def _case_name(check):
@@ -108,10 +106,7 @@ def summary_lines(document, artifact_dir):
         lines.append("next steps:")
         for text, where in steps:
             names = [n for n in where if n != "cluster"]
-            try:
-                hosts = compress_hostlist(names) if names else ""
-            except (TypeError, ValueError):
-                hosts = ",".join(names)
+            hosts = hostlist_text(names) if names else ""
             if "cluster" in where:  # a check about no single node
                 hosts = hosts + ", cluster" if hosts else "cluster"
             lines.append("  %s: %s" % (hosts, text))

@@ -7,6 +7,7 @@ block and the checkpoint_plan stage's checks (one truth: the document the callba
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._checkpoint_plan import duration
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc
 
@@ -145,7 +146,7 @@ def render_checkpoint(view):
             esc(_money(cost.get("effective"))), esc(_money(cost.get("price_per_gpu_hour"))),
             esc(_pct(cost.get("goodput"))), esc(_pct(cost.get("availability")))))
     parts.append(_providers(block))
-    bad = [c for c in view["checks"] if c.get("status") in ("fail", "error")]
+    bad = [c for c in view["checks"] if c.get("status") in BAD]
     if bad:
         items = ["<li><code>%s</code> %s</li>" % (esc(c.get("check")), esc(c.get("message"))) for c in bad]
         parts.append("<ul>%s</ul>" % "".join(items))

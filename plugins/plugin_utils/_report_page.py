@@ -17,6 +17,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _repo
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
     BAD, Problem, build_view, is_number)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import STATUSES
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc, num
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma import rdma_view, render_rdma
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view
@@ -134,7 +135,7 @@ def _header(head):
     if failed:
         why += "<br>" + esc("; ".join(failed) + (" and %d more" % (len(head["failed"]) - 12) if len(head["failed"]) > 12 else ""))
     counts = head["check_counts"]
-    count_text = ", ".join("%d %s" % (counts[s], s) for s in ("pass", "fail", "error", "skip") if counts.get(s))
+    count_text = ", ".join("%d %s" % (counts[s], s) for s in STATUSES if counts.get(s))
     took = " (%d s)" % round(run["seconds"]) if is_number(run["seconds"]) else ""
     meta = "run <code>%s</code> &middot; %s &middot; profile %s &middot; started %s, finished %s%s" % (
         esc(run["id"]), esc(run["playbook"] or "playbook ?"), esc(run["profile"] or "?"), esc(run["started"] or "?"),

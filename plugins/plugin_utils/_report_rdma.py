@@ -8,6 +8,7 @@ truth, the document the callback validated."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc
 
@@ -45,7 +46,7 @@ def rdma_view(document):
                       "pinned": list(rail.get("pinned") or []), "suspects": list(rail.get("suspects") or []),
                       "intermittent": list(rail.get("intermittent") or []),
                       "leaf_faults": list(rail.get("leaf_faults") or [])})
-    problems = sorted((c for c in checks if c.get("status") in ("fail", "error")),
+    problems = sorted((c for c in checks if c.get("status") in BAD),
                       key=lambda c: (natural_key(str(c.get("node"))), (c.get("metrics") or {}).get("rail") or 0))
     return {"state": "ok", "status": block.get("status"), "tool": block.get("tool"),
             "gpudirect": bool(block.get("gpudirect")), "replayed": bool(block.get("replayed")),

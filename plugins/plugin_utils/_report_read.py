@@ -15,8 +15,10 @@ __metaclass__ = type
 import datetime
 import math
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import STATUSES
 
-CHECK_STATUSES = ("pass", "fail", "error", "skip")
+
+CHECK_STATUSES = STATUSES
 
 
 class Problem(ValueError):
@@ -25,14 +27,6 @@ class Problem(ValueError):
 
 def is_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def median(values):
-    values = sorted(v for v in values if is_number(v))
-    if not values:
-        return None
-    mid = len(values) // 2
-    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2.0
 
 
 def parse_time(text):

@@ -16,8 +16,9 @@ import html
 import math
 
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
-    MARK_DASHED, MARK_NAMED, MARK_SOLID, is_number, median)
+    MARK_DASHED, MARK_NAMED, MARK_SOLID, is_number)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import median_or_none as median
 
 HEALTHY_LINE = "#4c72b0"
 SLOW_LINE = "#d1242f"

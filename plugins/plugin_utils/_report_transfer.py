@@ -7,6 +7,7 @@ and the data_transfer stage's checks (one truth: the document the callback valid
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._transfer import human_bytes, human_seconds
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg import esc
 
@@ -24,7 +25,7 @@ def transfer_view(document):
     if not isinstance(block, dict):
         return None
     problems = [c for c in document.get("checks") or []
-                if c.get("stage") == "data_transfer" and c.get("status") in ("fail", "error")
+                if c.get("stage") == "data_transfer" and c.get("status") in BAD
                 and c.get("check") not in ("transfer.verified", "transfer.progress")]
     return {"verification": block.get("verification") if isinstance(block.get("verification"), dict) else None,
             "progress": block.get("progress") if isinstance(block.get("progress"), dict) else None,

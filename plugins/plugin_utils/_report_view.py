@@ -26,12 +26,13 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import median_or_none as median
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_read import (
-    CHECK_STATUSES, Problem, check_kind, checks_of, is_number, median, metric_of, need, need_enum, need_names, need_strings, parse_time, type_name)
+    CHECK_STATUSES, Problem, check_kind, checks_of, is_number, metric_of, need, need_enum, need_names, need_strings, parse_time, type_name)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
-BAD = ("fail", "error")
 NODE_STATUSES = CHECK_STATUSES + ("untested",)
 FABRIC_VERDICTS = ("pinned", "suspect", "cleared", "untested", "error", "intermittent", "leaf")
 GROUP_STATUSES = ("pass", "low", "unstable", "marginal", "timeout", "error", "not_replayable")

@@ -19,9 +19,9 @@ __metaclass__ = type
 import json
 import math
 import os
-import tempfile
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _run_state
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import STATUSES
 
 SCHEMA_ID = "gpucluster.acceptance/results/2"
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
@@ -107,7 +107,7 @@ def _check_record(check):
                 record[key] = str(value)
         elif value not in (None, [], {}, ""):
             record[key] = value
-    if record["status"] not in ("pass", "fail", "error", "skip"):
+    if record["status"] not in STATUSES:
         record["message"] = "%s (a judge returned the unknown status %r)" % (record["message"], record["status"])
         record["status"] = "error"
     record["message"] = str(record["message"])
@@ -311,33 +311,6 @@ def dumps(document):
                         for c in document.get("checks") or [])
     # "checks" is spliced in as the last key, one check per line.
     return "%s,\"checks\":[\n%s\n]}\n" % (text[:-1], checks) if head else "{\"checks\":[\n%s\n]}\n" % checks
-
-
-def write_atomic(path, text, mode=0o644):
-    """Write text to path through a temporary file in the same folder and a rename."""
-    folder = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(text.encode("utf-8") if not isinstance(text, bytes) else text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # the rename itself survives a crash once the folder is synced
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
 
 
 def load(path):

@@ -13,7 +13,8 @@ def test_a_node_line_gives_the_status_and_the_first_bad_message():
                                               _check("fail", "GPU3<->GPU4 is SYS")]}
     assert node_line("gpu003", result) == "gpu003 topology FAIL: GPU2<->GPU5 is SYS, expected NV18 (+1 more)"
     assert node_line("gpu001", {"stage": "topology", "checks": [_check("pass"), _check("pass")]}) == "gpu001 topology pass"
-    assert node_line("gpu002", {"stage": "dcgm", "checks": [_check("warn", "slow")]}) == "gpu002 dcgm WARN: slow"
+    # No check has the status "warn": outside the vocabulary it is an error, never a pass.
+    assert node_line("gpu002", {"stage": "dcgm", "checks": [_check("warn", "slow")]}) == "gpu002 dcgm ERROR: slow"
     assert node_line("gpu004", {"stage": "dcgm", "checks": []}) == "gpu004 dcgm ERROR"
 
 

@@ -22,3 +22,22 @@ def test_state_only_under_ansible_facts_is_found_and_the_top_level_wins():
     states = _node_states({"a": facts_only, "b": both}, ["a", "b"], run_id="r")
     assert states["a"]["failed_stages"] == ["dcgm"]
     assert states["b"]["failed_stages"] == ["workload"]
+
+
+def test_passed_nodes_and_any_failed_read_the_same_states():
+    from ansible_collections.gpucluster.acceptance.plugins.filter.any_failed import _any_failed
+    from ansible_collections.gpucluster.acceptance.plugins.filter.passed_nodes import _passed_nodes
+    hostvars = {
+        "gpu10": {"collect_node_state": {"run_id": "r", "failed_stages": [], "stages": {"dcgm": {}}}},
+        "gpu2": {"collect_node_state": {"run_id": "r", "failed_stages": [], "stages": {"dcgm": {}}}},
+        "gpu3": {"collect_node_state": {"run_id": "r", "failed_stages": ["dcgm"], "stages": {"dcgm": {}}}},
+        "gpu4": {"collect_node_state": {"run_id": "old", "failed_stages": ["dcgm"], "stages": {"dcgm": {}}}},
+        "gpu5": {},
+    }
+    nodes = ["gpu2", "gpu3", "gpu4", "gpu5", "gpu10"]
+    # Only nodes that reported and failed nothing; a node of another run or none is not passed.
+    assert _passed_nodes(hostvars, nodes, run_id="r") == ["gpu10", "gpu2"]
+    assert _any_failed(hostvars, nodes, run_id="r") is True
+    assert _any_failed(hostvars, ["gpu2", "gpu4", "gpu5"], run_id="r") is False  # gpu4's failure is another run's
+    # No per-node stage reported (a run of the controller stages alone): every node given.
+    assert _passed_nodes(hostvars, ["gpu5", "gpu4"], run_id="r") == ["gpu4", "gpu5"]

@@ -1,6 +1,6 @@
 """_fabric_runs.Runner: every group leaves a record, whatever went wrong while it ran."""
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import Runner
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import directory_problem
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import directory_problem
 
 
 def test_a_group_whose_run_raised_is_an_error_record_not_a_hole(tmp_path):

@@ -245,3 +245,19 @@ def test_names_problem_is_the_reason_a_node_list_cannot_be_a_run():
     assert names_problem(["gpu001", ""]) == "an empty host name cannot be written in a hostlist"
     assert names_problem(["gpu[1-2]"]) == "host name 'gpu[1-2]' contains '[' and ']', which a hostlist cannot hold"
     assert names_problem([7]) == "host names must be strings, got int"
+
+
+def test_hostlist_text_is_a_hostlist_or_the_names_joined():
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import hostlist_text
+    assert hostlist_text(["gpu003", "gpu001", "gpu002", "gpu001"]) == "gpu[001-003]"
+    assert hostlist_text(["b x", "a", 7]) == "7,a,b x"
+    assert hostlist_text([]) == ""
+
+
+def test_no_other_module_falls_back_from_a_hostlist_on_its_own():
+    import re
+    from conftest import REPO
+    pattern = re.compile(r"except \(TypeError, ValueError\):\s*\n\s*(?:return|\w+ =) \",\"\.join")
+    found = [str(path.relative_to(REPO)) for path in sorted((REPO / "plugins").rglob("*.py"))
+             if path.name != "_hostlist.py" and pattern.search(path.read_text())]
+    assert found == []

@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 
 
@@ -76,8 +77,8 @@ def test_workload_ranks_and_busbw_curves_come_from_the_judges_checks():
 
 def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path):
     path = tmp_path / "results.json"
-    _results.write_atomic(str(path), "one")
-    _results.write_atomic(str(path), "two")
+    write_atomic(str(path), "one")
+    write_atomic(str(path), "two")
     assert path.read_text() == "two"
     assert os.listdir(str(tmp_path)) == ["results.json"]
 
