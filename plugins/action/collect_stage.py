@@ -21,7 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._collector import collector_command
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._guard import Guard, kill_children
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import worst_status
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of, plural_states
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of, plural_states, without_outputs
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _srun_stage
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
@@ -122,8 +122,9 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: %s" % exc)
         result.update(extras)
+        state, outputs = without_outputs(state)
         result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(state["last"]["checks"]),
-                      ansible_facts={"collect_node_state": state})
+                      raw_outputs=outputs, ansible_facts={"collect_node_state": state})
         return result
 
     def _run_srun(self, result, args, task_vars, node):
@@ -166,7 +167,7 @@ class ActionModule(ActionBase):
         states = dict((n, st) for n, st in (plural or {}).items()
                       if isinstance(st, dict) and (not args["run_id"] or st.get("run_id") == args["run_id"]))
         states.update(kept)
-        statuses = {}
+        statuses, raw_outputs = {}, {}
         for name in nodes:
             mine, output = per_node[name], outputs.get(name, "")
             try:
@@ -176,11 +177,12 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("collect_stage: %s" % exc)
             if isinstance(output, dict) and output.get("component") == "transport":
                 states[name]["unreachable"] = args["stage"]
+            states[name], raw_outputs[name] = without_outputs(states[name])
             statuses[name] = worst_status(states[name]["last"]["checks"])
         # judged: the nodes this stage judged (the callback reports these; kept states are old news)
         result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(
             [{"status": s} for s in statuses.values()]), transport="srun", steps=steps, node_status=statuses,
-            judged=sorted(statuses), ansible_facts={"collect_node_states": states})
+            judged=sorted(statuses), raw_outputs=raw_outputs, ansible_facts={"collect_node_states": states})
         return result
 
     def _script(self, args):

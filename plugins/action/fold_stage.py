@@ -53,6 +53,7 @@ class ActionModule(ActionBase):
                        "metrics": {}, "evidence": []}]
         state = _run_state.fold_stage(_run_state.node_state_of(task_vars, run_id=args["run_id"]), args["stage"], checks, args["metrics"],
                                       args["raw"], node=node, run_id=args["run_id"])
+        state, outputs = _run_state.without_outputs(state)
         result.update(changed=False, failed=False, status=state["stages"][args["stage"]]["status"],
-                      ansible_facts={"collect_node_state": state})
+                      raw_outputs=outputs, ansible_facts={"collect_node_state": state})
         return result

@@ -111,7 +111,7 @@ def _parse_tree(text, result):
             result["warnings"].append("line %d: shell prompt or command echo ignored: %s"
                                       % (lineno, stripped[:120]))
             continue
-        if _BANNER.match(stripped):
+        if stripped[:1] == "=" and _BANNER.match(stripped):
             banners += 1
             if banners > 1:
                 result["warnings"].append("line %d: a second NVSMI LOG banner: several reports "
@@ -119,7 +119,7 @@ def _parse_tree(text, result):
             stack = None
             continue
         level = _indent(line)
-        match = _GPU_HEADER.match(stripped)
+        match = _GPU_HEADER.match(stripped) if level == 0 else None
         if level == 0 and (match or _GPU_HEADER_LIKE.match(stripped)):
             root = _Node(stripped, line=lineno, text_line=stripped)
             if match:

@@ -43,7 +43,7 @@ def normalize_bus_id(text):
 
 def _echo(line):
     """True for a shell prompt, an xtrace line or a bare echoed nvidia-smi command."""
-    return is_shell_echo(line) or bool(_COMMAND_ECHO.match(line.strip()))
+    return is_shell_echo(line) or ("nvidia-smi" in line and bool(_COMMAND_ECHO.match(line.strip())))
 
 
 # No counter or reading nvidia-smi prints is wider than 64 bits; a longer integer is garbage (and

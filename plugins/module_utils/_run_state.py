@@ -10,7 +10,8 @@ checks — the one definition of a failed node that results.json, junit.xml, the
 metrics, the console summary and the playbook's final message all show.
 
 A node state is {run_id, failed_stages: [...], folds (stages folded in), stages: {stage: {status,
-metrics}}, last: {stage, node, checks, raw}}. A check is {stage, node, check, status, message, component,
+metrics}}, last: {stage, node, checks, raw}} (raw: the index of the stage's tool outputs; the
+outputs themselves travel beside the fact, see without_outputs). A check is {stage, node, check, status, message, component,
 evidence, metrics, ...}; node None means a check about the cluster (the full-allocation run, a
 leaf uplink, the fabric stage as a whole), which is never counted as a node.
 """
@@ -116,6 +117,28 @@ def fold_stage(state, stage, checks, metrics=None, raw=None, node="node", run_id
     new["stages"][stage] = {"status": status, "metrics": dict(metrics or {})}
     new["last"] = {"stage": stage, "node": node, "checks": list(checks), "raw": raw or {}}
     return new
+
+
+def without_outputs(state):
+    """(the state a node's fact keeps, {tool: output}): the raw tool outputs leave the fact.
+
+    A fact stays in the controller's memory for every host until the node's next stage replaces
+    it, and every forked worker gets a copy; at thousands of nodes the outputs were most of it.
+    The actions return them beside the fact (``raw_outputs``), the results callback writes them
+    under raw/ as they arrive, and the fact keeps the index (rc, seconds, complete, command)."""
+    last = state.get("last") if isinstance(state, dict) else None
+    raw = last.get("raw") if isinstance(last, dict) else None
+    if not isinstance(raw, dict) or not raw:
+        return state, {}
+    outputs, index = {}, {}
+    for tool, record in raw.items():
+        if isinstance(record, dict) and "output" in record:
+            outputs[tool] = record["output"]
+            record = dict((key, value) for key, value in record.items() if key != "output")
+        index[tool] = record
+    new = dict(state)
+    new["last"] = dict(last, raw=index)
+    return new, outputs
 
 
 def node_states(hostvars, nodes, run_id=""):

@@ -30,10 +30,11 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 def strip_launcher_prefix(line):
     """Remove an mpirun --tag-output or srun --label prefix from one line, if present."""
-    stripped = _MPI_TAG.sub("", line, count=1)
-    if stripped is line or stripped == line:
-        stripped = _SRUN_LABEL.sub("", line, count=1)
-    return stripped
+    # Called on every line of every output: one match where a prefix cannot be, not two subs.
+    match = _MPI_TAG.match(line) if line[:1] == "[" else None
+    if match is None:
+        match = _SRUN_LABEL.match(line)
+    return line[match.end():] if match else line
 
 
 # A shell prompt, alone or with the command typed after it, as people paste captures:
@@ -52,6 +53,9 @@ _XTRACE = re.compile(r"^\+{1,3} [\w./-]")
 
 def is_shell_echo(line):
     """True for a shell prompt line (with or without the command after it) or an xtrace line."""
+    # Every prompt ends in $, # or %, and xtrace starts with +: most lines need no regex at all.
+    if "$" not in line and "#" not in line and "%" not in line:
+        return line[:1] == "+" and bool(_XTRACE.match(line))
     return bool(_SHELL_PROMPT.match(line) or _XTRACE.match(line))
 
 

@@ -161,6 +161,14 @@ would_run:
   type: list
   elements: str
   sample: [dcgmi diag -r 3 -j]
+raw_outputs:
+  description:
+    - This stage's raw tool outputs, by tool (under srun, by node, then tool), read by the
+      C(acceptance_report) callback, which writes them under C(raw/) as they arrive.
+    - Beside the fact, not in it, so that the controller does not keep every node's outputs in
+      memory for the rest of the play.
+  returned: success
+  type: dict
 ansible_facts:
   description: The node's state with this stage folded in.
   returned: success
@@ -169,6 +177,7 @@ ansible_facts:
     collect_node_state:
       description:
         - C(run_id), C(failed_stages), C(stages) (status and metrics per stage) and C(last) (this
-          stage's checks and raw tool outputs, read by the C(acceptance_report) callback).
+          stage's checks and the index of its raw tool outputs, with exit status, seconds and
+          whether each ran to its end).
       type: dict
 """

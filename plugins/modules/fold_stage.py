@@ -76,6 +76,10 @@ status:
   description: The node's status in the stage (pass, fail, error or skip).
   returned: always
   type: str
+raw_outputs:
+  description: The outputs given in O(raw), by name, for the C(acceptance_report) callback (beside the fact, not in it).
+  returned: always
+  type: dict
 ansible_facts:
   description: C(collect_node_state), the node's new state.
   returned: always
