@@ -54,9 +54,9 @@ def _load_localize():
         for name in [m for m in sys.modules if m.startswith("ansible_collections")]:
             del sys.modules[name]
     from ansible_collections.gpucluster.acceptance.plugins.module_utils import (  # noqa: E402
-        _localize, _localize_base, _localize_plan)
+        _localize, _localize_base, _localize_resolve)
     import localize_strategies  # noqa: E402  pylint: disable=import-outside-toplevel
-    localize_strategies.register(_localize, _localize_base, _localize_plan)
+    localize_strategies.register(_localize, _localize_base, _localize_resolve)
     return _localize
 
 

@@ -14,8 +14,8 @@ Registered with the localiser's planner registry on import (``register(localize)
 from __future__ import absolute_import, division, print_function
 
 
-def register(localize, base, plan):
-    """Register the baselines with the localiser modules (_localize, _localize_base, _localize_plan)."""
+def register(localize, base, resolve):
+    """Register the baselines with the localiser modules (_localize, _localize_base, _localize_resolve)."""
 
     def random_matching(state):
         nodes = sorted(state["nodes"])
@@ -26,7 +26,7 @@ def register(localize, base, plan):
         if state["round"] == 0:
             return random_matching(state)
         if state["round"] == 1:
-            return plan.plan_resolve(state, aware=False)
+            return resolve.plan_resolve(state, aware=False)
         return []
 
     # their published form: one pass makes a partner

@@ -89,7 +89,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline import compare_stage_result
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline_compare import compare_stage_result
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 

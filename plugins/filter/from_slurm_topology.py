@@ -128,8 +128,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
-    parse_slurm_topology, validate_slurm_topology)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology_validate import validate_slurm_topology
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters, text_filter
 
 

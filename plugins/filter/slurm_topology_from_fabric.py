@@ -217,11 +217,13 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
-    parse_slurm_topology, render_slurm_topology, validate_slurm_topology)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
-    DEFAULT_CROSS_LEAF_RATIO, DEFAULT_ROOT, build_topology, check_pair_bandwidth, compare_topology,
-    leaves_of, parse_scontrol_show_topology)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology_render import render_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology_validate import validate_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_common import DEFAULT_ROOT
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import build_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import (
+    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, compare_topology, leaves_of, parse_scontrol_show_topology)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 _SOURCES = ("auto", "ibnetdiscover", "parsed", "labels", "scontrol")

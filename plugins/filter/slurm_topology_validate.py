@@ -113,7 +113,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import DEFAULT_CROSS_LEAF_RATIO
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import DEFAULT_CROSS_LEAF_RATIO
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_validate import validate_against_fabric
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import expand_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters

@@ -7,7 +7,7 @@ Sources, in order of preference (``auto``), each tried only while nodes are stil
 
 1. ``ibnetdiscover``: a captured file, or ibnetdiscover run on one node of the run (through srun)
    or on the controller. Leaves are the switches with host adapters; a rail-optimised scalable
-   unit (every node on one leaf per rail) is one group (_topology_model.model_from_fabric);
+   unit (every node on one leaf per rail) is one group (_topology_from_fabric.model_from_fabric);
 2. ``scontrol``: slurmctld's ``scontrol show topology`` (topology/tree), its leaf switches;
 3. ``labels``: the inventory's ``slurm_topology_leaf`` host variables.
 
@@ -28,8 +28,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra impor
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist, natural_key
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
-    leaves_of, model_from_fabric, parse_scontrol_show_topology)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_from_fabric import model_from_fabric
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import leaves_of, parse_scontrol_show_topology
 
 STAGE = "fabric_topology"
 SOURCES = ("ibnetdiscover", "scontrol", "labels")

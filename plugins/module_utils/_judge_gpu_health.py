@@ -76,8 +76,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_h
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
     normalize_bus_id, parse_nvidia_smi_csv, parse_nvidia_smi_q)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import fold_passes, judge_link
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import (
-    parse_node_clock, parse_xid_log, parse_xid_window)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import parse_xid_log
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_window import parse_node_clock, parse_xid_window
 
 # The interface other modules import from here.
 __all__ = ["STAGE_CLOCK", "STAGE_CSV", "STAGE_Q", "STAGE_WINDOW", "STAGE_XID", "TOOL_CSV", "TOOL_Q", "TOOL_XID",

@@ -14,7 +14,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     ERROR, FAIL, PASS, SKIP, check_result, join_names, parse_error_results, profile_get, warning_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_views import STAGE_WINDOW, STAGE_XID, TOOL_XID, _num
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import normalize_bus_id
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import place_events, resolve_window
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_window import place_events, resolve_window
 
 
 # Short descriptions for messages (NVIDIA Xid catalog mnemonics, abbreviated).

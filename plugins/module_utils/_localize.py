@@ -8,7 +8,7 @@ or a perftest pair on one rail) at the same time and reports its bandwidth, opti
 ``samples`` (repeated runs in the same allocation). A group is as fast as its slowest member, and
 a group that spans leaves is also as fast as the slowest uplink of the leaves it spans.
 
-Verdicts (see _localize_decode): **pinned** (proved by the results: never passed, and low with
+Verdicts (see _localize_verdicts): **pinned** (proved by the results: never passed, and low with
 partners that each passed more than once elsewhere), **intermittent** (slow in some runs and fine
 in others, its runs as evidence; never cleared and never used as a known-good partner),
 **leaf** (a leaf-level fault: the leaf switch or all its nodes, with the cross-leaf evidence),
@@ -27,6 +27,7 @@ __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_base as base
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_decode as decode
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_verdicts as verdicts
 # imported for its side effect: it registers the product's planners
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _localize_plan  # noqa: F401  pylint: disable=unused-import
 
@@ -38,7 +39,7 @@ OK, TIMEOUT, ERROR = base.OK, base.TIMEOUT, base.ERROR
 UPLINK, UNKNOWN_LEAF, DEFAULTS = base.UPLINK, base.UNKNOWN_LEAF, base.DEFAULTS
 register_planner = base.register_planner
 MODES = tuple(sorted(base.PLANNERS))    # the product's planners (the benchmark registers more)
-refresh_evidence = decode.refresh_evidence
+refresh_evidence = verdicts.refresh_evidence
 
 
 def modes():
@@ -126,7 +127,7 @@ def new_state(nodes, topology=None, mode="adaptive", seed=0, max_rounds=None, co
         state["warnings"].append("one leaf: no uplink between leaves to test")
     if chosen["init"]:
         chosen["init"](state)
-    decode.refresh_summary(state)
+    verdicts.refresh_summary(state)
     state["next_round"] = _plan(state)
     state["done"] = not state["next_round"]
     return state
@@ -170,7 +171,7 @@ def analyse_round(state, results):
     after = base.planner(state["mode"])["after_round"]
     if after:
         after(state, new)
-    decode.refresh_summary(state)
+    verdicts.refresh_summary(state)
     state["rounds"].append({
         "round": rnd, "groups": len(new), "nodes": sum(len(tests[t]["group"]) for t in new),
         "low": sum(1 for t in new if tests[t]["result"] == base.LOW),
@@ -181,7 +182,7 @@ def analyse_round(state, results):
     state["next_round"] = _plan(state)
     state["done"] = not state["next_round"]
     if state["done"]:
-        decode.refresh_evidence(state)
+        verdicts.refresh_evidence(state)
     return state
 
 
@@ -194,7 +195,7 @@ def localize(nodes, topology, run_group, mode="adaptive", seed=0, max_rounds=Non
             break
         analyse_round(state, run_group(groups))
     state["done"] = True
-    decode.refresh_evidence(state)
+    verdicts.refresh_evidence(state)
     return state
 
 

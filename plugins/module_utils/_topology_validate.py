@@ -17,7 +17,7 @@ matched with the fabric leaf that holds most of its nodes; then:
 - evidence per misplaced node from the measured pair bandwidth (the fabric stage's
   ``fabric.matrix`` in results.json): its pairs with the nodes the file puts it with against its
   pairs with the nodes of its own fabric leaf; and the file's same-switch pairs that measured at a
-  cross-spine level (_topology_model.check_pair_bandwidth).
+  cross-spine level (_topology_slurm_view.check_pair_bandwidth).
 
 Standard library only; nothing raises on odd input (unreadable parts are ``problems``).
 """
@@ -28,8 +28,9 @@ __metaclass__ = type
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import median_or_none
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import (
-    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, leaves_of, model_from_fabric)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_from_fabric import model_from_fabric
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import (
+    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, leaves_of)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _baseline
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline import (
-    band_for, baseline_from_results, compare_stage_result, compare_to_baseline, robust_cv)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline import baseline_from_results, robust_cv
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._baseline_compare import band_for, compare_stage_result, compare_to_baseline
 
 # Single-node busbw per node: a healthy cluster with ~0.5 % spread.
 BUSBW = {"gpu001": 470.0, "gpu002": 468.5, "gpu003": 471.2, "gpu004": 469.4, "gpu005": 470.6, "gpu006": 467.9, "gpu007": 470.0}

@@ -1,11 +1,14 @@
-"""topology.conf: parsing real and hand-made files, the whole-file checks, and writing."""
+"""topology.conf: parsing real and hand-made files (with the whole-file checks where a file shows them).
+
+The whole-file checks on their own are in test_slurm_topology_validate.py, writing in
+test_slurm_topology_render.py."""
 from pathlib import Path
 
 import pytest
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import expand_hostlist
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
-    parse_slurm_topology, render_slurm_topology, validate_slurm_topology)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology_validate import validate_slurm_topology
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "slurm_topology"
 
@@ -146,33 +149,6 @@ def test_duplicate_switch_reported_once():
     assert codes(problems) == ["duplicate_switch"]
 
 
-def test_undefined_child_switch():
-    problems = validate_slurm_topology(parse_slurm_topology(fixture("handmade_undefined_child.conf")))
-    assert codes(problems) == ["undefined_child"]
-    assert problems[0]["message"].startswith("line 4: switch spine01 lists child switch leaf03")
-    assert "invalid child (leaf03)" in problems[0]["message"]
-
-
-def test_node_under_two_leaves_is_fatal():
-    problems = validate_slurm_topology(parse_slurm_topology(
-        fixture("handmade_node_two_leaves.conf")), "gpu[001-016]")
-    assert codes(problems) == ["node_multiple_leaves"]
-    assert problems[0]["severity"] == "fatal"
-    assert "gpu[008-009]" in problems[0]["message"] and "leaf01, leaf02" in problems[0]["message"]
-
-
-def test_two_fabrics_without_common_root():
-    problems = validate_slurm_topology(parse_slurm_topology(fixture("handmade_two_fabrics.conf")))
-    assert codes(problems) == ["multiple_roots"]
-    assert "no switch reaches all 16 nodes" in problems[0]["message"]
-
-
-def test_switch_loop():
-    problems = validate_slurm_topology(parse_slurm_topology(fixture("handmade_loop.conf")))
-    assert codes(problems) == ["switch_loop"]
-    assert "spine01 -> spine02 -> spine01" in problems[0]["message"]
-
-
 def test_mixed_plugins():
     parsed = parse_slurm_topology(fixture("handmade_mixed_plugins.conf"))
     assert parsed["plugin"] is None
@@ -299,143 +275,3 @@ def test_unknown_key_errors_once_per_line():
     parsed = parse_slurm_topology("SwitchName=s0 Nodes=a Foo=1 Bar=2 garbage\n")
     assert len([e for e in parsed["errors"] if "unrecognized" in e or "cannot read" in e]) == 1
     assert parsed["switches"][0]["nodes"] == ["a"]   # slurmctld keeps what it read before Foo
-
-
-# ------------------------------------------------------------------------------- validation
-
-def test_validate_cluster_coverage():
-    parsed = parse_slurm_topology("SwitchName=l0 Nodes=gpu[01-04]\nSwitchName=sp Switches=l0\n")
-    problems = validate_slurm_topology(parsed, nodes=["gpu01", "gpu02", "gpu05", "gpu06"])
-    assert codes(problems) == ["node_not_in_topology", "node_not_in_cluster"]
-    assert problems[0]["severity"] == "fatal" and "gpu[05-06]" in problems[0]["message"]
-    assert "switches lack access to 2 nodes" in problems[0]["message"]
-    assert problems[1]["severity"] == "warning" and "gpu[03-04]" in problems[1]["message"]
-
-
-def test_validate_accepts_a_hostlist_string_for_nodes():
-    parsed = parse_slurm_topology("BlockName=b0 Nodes=n[1-4]\n")
-    assert codes(validate_slurm_topology(parsed, "n[1-5]")) == ["node_not_in_topology"]
-    assert "Blocks lack access" in validate_slurm_topology(parsed, "n[1-5]")[0]["message"]
-    assert validate_slurm_topology(parsed, ["n[1-4]"]) == []
-
-
-def test_validate_self_child():
-    parsed = parse_slurm_topology("SwitchName=l0 Nodes=a\nSwitchName=sp Switches=sp,l0\n")
-    assert "self_child" in codes(validate_slurm_topology(parsed), "fatal")
-
-
-def test_validate_nodes_in_two_blocks():
-    parsed = parse_slurm_topology("BlockName=b0 Nodes=n[1-4]\nBlockName=b1 Nodes=n[4-7]\n")
-    problems = validate_slurm_topology(parsed)
-    assert codes(problems) == ["node_multiple_blocks"]
-    assert "node n4 is in more than one block (b0, b1)" in problems[0]["message"]
-
-
-def test_validate_duplicate_block_and_ring():
-    blocks = parse_slurm_topology("BlockName=b0 Nodes=n[1-2]\nBlockName=b0 Nodes=n[3-4]\n")
-    assert codes(validate_slurm_topology(blocks)) == ["duplicate_block"]
-    rings = parse_slurm_topology("RingName=r0 Nodes=n[1-2]\nRingName=r0 Nodes=n[3-4]\n")
-    assert codes(validate_slurm_topology(rings)) == ["duplicate_ring"]
-
-
-def test_validate_model_without_line_numbers():
-    model = {"switches": [{"name": "l0", "nodes": ["a"]}, {"name": "l0", "nodes": ["b"]},
-                          {"name": "sp", "switches": ["l0", "l9"]},
-                          {"name": "x", "nodes": ["c"], "switches": ["l0"]}]}
-    problems = validate_slurm_topology(model)
-    assert set(codes(problems)) >= {"duplicate_switch", "undefined_child", "switch_both_children"}
-    assert all(not p["message"].startswith("line ") for p in problems)
-
-
-def test_validate_block_sizes_larger_than_blocks():
-    parsed = parse_slurm_topology("BlockName=b0 Nodes=n[1-4]\nBlockSizes=8\n")
-    problems = validate_slurm_topology(parsed)
-    assert codes(problems) == ["block_too_small"]
-    assert "fewer than the base block size 8 (first of BlockSizes)" in problems[0]["message"]
-
-
-def test_validate_deep_chain_does_not_recurse():
-    lines = ["SwitchName=s0 Nodes=n1"]
-    lines += ["SwitchName=s%d Switches=s%d" % (i, i - 1) for i in range(1, 3000)]
-    parsed = parse_slurm_topology("\n".join(lines))
-    assert parsed["errors"] == []
-    assert validate_slurm_topology(parsed, ["n1"]) == []
-
-
-def test_validate_rejects_wrong_input_types():
-    with pytest.raises(TypeError):
-        validate_slurm_topology("SwitchName=s0")
-    with pytest.raises(TypeError):
-        validate_slurm_topology({"switches": "s0"})
-    with pytest.raises(TypeError):
-        validate_slurm_topology({"switches": [{"nodes": ["a"]}]})
-    with pytest.raises(ValueError):
-        validate_slurm_topology({"switches": [{"name": "s", "nodes": ["a"]}]}, nodes="a[1-")
-    with pytest.raises(TypeError):
-        validate_slurm_topology({"switches": [{"name": "s", "nodes": ["a"]}]}, nodes=5)
-
-
-def test_parse_errors_come_first_then_file_checks():
-    parsed = parse_slurm_topology("SwitchName=s0 Nodes=a Foo=1\nSwitchName=sp Switches=s[0-1]\n")
-    problems = validate_slurm_topology(parsed)
-    assert codes(problems) == ["parse_error", "undefined_child"]
-
-
-# -------------------------------------------------------------------------------- rendering
-
-def test_render_tree():
-    model = {"switches": [
-        {"name": "leaf01", "nodes": ["gpu003", "gpu001", "gpu002", "gpu010"], "link_speed": 400},
-        {"name": "leaf02", "nodes": "gpu[011-012]"},
-        {"name": "spine01", "switches": ["leaf01", "leaf02"]},
-    ]}
-    text = render_slurm_topology(model)
-    assert text.splitlines()[1:] == [
-        "SwitchName=leaf01 Nodes=gpu[001-003,010] LinkSpeed=400",
-        "SwitchName=leaf02 Nodes=gpu[011-012]",
-        "SwitchName=spine01 Switches=leaf[01-02]",
-    ]
-    assert text.startswith("# topology.conf written by gpucluster.acceptance")
-    parsed = parse_slurm_topology(text)
-    assert parsed["errors"] == [] and parsed["warnings"] == []
-    assert validate_slurm_topology(parsed, "gpu[001-003,010-012]") == []
-
-
-def test_render_blocks_and_header():
-    text = render_slurm_topology({"blocks": [{"name": "nvl1", "nodes": "gb[01-18]"},
-                                             {"name": "nvl2", "nodes": "gb[19-36]"}],
-                                  "block_sizes": [18, 36]}, header="line one\n\nline two")
-    assert text == ("# line one\n#\n# line two\nBlockName=nvl1 Nodes=gb[01-18]\n"
-                    "BlockName=nvl2 Nodes=gb[19-36]\nBlockSizes=18,36\n")
-    assert parse_slurm_topology(text)["block_sizes"] == [18, 36]
-
-
-def test_render_rings_without_header():
-    text = render_slurm_topology({"rings": [{"name": "r0", "nodes": ["n1", "n2"]}]}, header=None)
-    assert text == "RingName=r0 Nodes=n[1-2]\n"
-
-
-@pytest.mark.parametrize("model, fragment", [
-    ({"switches": [{"name": "s0"}]}, "exactly one of nodes or switches"),
-    ({"switches": [{"name": "s0", "nodes": ["a"], "switches": ["s1"]}]}, "exactly one of"),
-    ({"switches": [{"name": "s 0", "nodes": ["a"]}]}, "cannot hold"),
-    ({"switches": [{"name": "", "nodes": ["a"]}]}, "non-empty string name"),
-    ({"switches": [{"name": "s" * 65, "nodes": ["a"]}]}, "longer than 64"),
-    ({"switches": [{"name": "s0", "nodes": ["a#b"]}]}, "cannot be written"),
-    ({"switches": [{"name": "s0", "nodes": ["a"], "link_speed": "fast"}]}, "link_speed"),
-    ({"switches": [{"name": "s0", "nodes": ["a"]}], "blocks": [{"name": "b", "nodes": ["a"]}]},
-     "one plugin"),
-    ({"blocks": [{"name": "b", "nodes": []}]}, "empty nodes list"),
-    ({"blocks": [{"name": "b", "nodes": ["a"]}], "block_sizes": [0]}, "positive integers"),
-])
-def test_render_rejects_bad_models(model, fragment):
-    with pytest.raises(ValueError) as info:
-        render_slurm_topology(model)
-    assert fragment in str(info.value)
-
-
-def test_render_rejects_non_mappings():
-    with pytest.raises(TypeError):
-        render_slurm_topology([])
-    with pytest.raises(TypeError):
-        render_slurm_topology({"switches": ["s0"]})

@@ -5,8 +5,9 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
     compress_hostlist, expand_hostlist)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import (
-    parse_slurm_topology, render_slurm_topology, validate_slurm_topology)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology_render import render_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology_validate import validate_slurm_topology
 
 KEYS = ("switches", "blocks", "block_sizes", "rings", "plugin", "errors", "warnings")
 

@@ -1,5 +1,5 @@
 """A provider's topology.conf against a real NDR fabric (ibnetdiscover) with the measured pairs."""
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import model_from_fabric
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_from_fabric import model_from_fabric
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_validate import validate_against_fabric
 from conftest import FIXTURES
 

@@ -9,9 +9,9 @@ import pytest
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health import (
     judge_gpu_health, judge_gpu_health_stage)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import parse_nvidia_smi_q
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import (
-    parse_duration, parse_iso_time, parse_node_clock, parse_xid_log, parse_xid_window, place_events,
-    resolve_window, time_fields)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import parse_xid_log
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_window import (
+    parse_duration, parse_iso_time, parse_node_clock, parse_xid_window, place_events, resolve_window, time_fields)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import load_profile
 
 from conftest import FIXTURES
