@@ -54,7 +54,7 @@ def test_node_clock():
 
 @pytest.mark.parametrize("text", ["now: yesterday\n", "uptime: -5 1\n", "uptime: inf 1\n", "tz: CET\n",
                                   "whatever\n", ""])
-def test_unreadable_clock_is_an_error(text):
+def test_unreadable_clock_text_is_a_parse_error(text):
     assert parse_node_clock(text)["errors"]
 
 
@@ -162,7 +162,7 @@ def test_unreadable_window_is_an_error_and_the_whole_log_is_judged():
     assert sorted(c["metrics"]["xid"] for c in by(checks, "gpu.xid") if c["status"] == "fail") == [48, 79]
 
 
-def test_unreadable_clock_is_an_error():
+def test_unreadable_clock_is_an_error_of_the_stage():
     checks, _metrics = stage(clock="now: soon\n", xid_window=window("boot"))
     assert any(c["status"] == "error" and c.get("tool") == "node-clock" for c in checks)
 
