@@ -70,199 +70,24 @@ notes:
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
-import datetime
-import json
 import os
-import re
-import socket
-import threading
-import time
-import uuid
 
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import hostlist_text
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD, ERROR, worst
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._check_plan import (
+    CHECK_MODE_PREFIX, first_round, plan_line, skipped_commands, summary_lines, would_run)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._play_stages import (
+    COLLECT_ACTIONS, FREE_STRATEGIES, _is_stage_result, _play_stages, _stage_of)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._progress import PIPELINE_LABEL, Heartbeat, node_line
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._run_dir import (
+    LAST_PASS, _now, default_run_id, mark_complete, new_run_dir, update_last_pass, write_raw, write_reports, write_results)
 
-_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 VERDICT_TASK_PREFIX = "Verdict:"
 RUN_DIR_ENV = "GPUCLUSTER_RUN_DIR"
 CHECK_PLAN_ENV = "GPUCLUSTER_CHECK_PLAN"  # check mode: the callback is on, recording the plan
-INCOMPLETE = "INCOMPLETE"
-COMPLETE = "COMPLETE"
-LAST_PASS = "last-pass.json"
-COLLECT_ACTIONS = ("gpucluster.acceptance.collect_stage", "collect_stage")
-# The heartbeat of a play under the free strategy (acceptance.yml's pipelined per-node stages).
-PIPELINE_LABEL = "per-node stages, each node at its own pace"
-FREE_STRATEGIES = ("free", "ansible.builtin.free")
-CHECK_MODE_PREFIX = "check mode: would run "
-LINE_MAX = 160
-
-
-def _safe(name):
-    """A file-system-safe version of a node or tool name."""
-    return _SAFE.sub("_", str(name)) or "_"
-
-
-def _now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat()
-
-
-def _stage_of(task):
-    """The acceptance stage a task belongs to: the collect role's stage, else its role's name."""
-    stage = task.get_vars().get("collect_stage")
-    if isinstance(stage, str) and stage and "{" not in stage:
-        return stage
-    role = getattr(task, "_role", None)
-    if role is not None:
-        return role.get_name().split(".")[-1]
-    return task.get_name()
-
-
-def _play_stages(play):
-    """The per-node stages a play collects (its collect_stage tasks), in order."""
-    stages = []
-    blocks = list(getattr(play, "pre_tasks", None) or []) + list(getattr(play, "tasks", None) or [])
-    args = context.CLIARGS or {}
-    only, skip = list(args.get("tags") or ["all"]), list(args.get("skip_tags") or [])
-
-    def selected(task):  # --tags / --skip-tags leave some stages out
-        # Progress only: a task whose tags cannot be evaluated here is counted.
-        evaluate = getattr(task, "evaluate_tags", None)
-        try:
-            return evaluate is None or evaluate(only, skip, all_vars={})
-        except Exception:  # pylint: disable=broad-except
-            return True
-
-    def walk(items):
-        for item in items:
-            if hasattr(item, "block"):
-                walk(item.block or [])
-                walk(item.rescue or [])
-                walk(item.always or [])
-            elif getattr(item, "action", None) in COLLECT_ACTIONS and selected(item):
-                stage = _stage_of(item)
-                if stage not in stages:
-                    stages.append(stage)
-
-    walk(blocks)
-    return stages
-
-
-def _hosts(names):
-    return hostlist_text(names)
-
-
-def _short(text, keep=100):
-    """A command line for the console: whitespace folded, cut to `keep` characters."""
-    text = " ".join(text.split())
-    return text if len(text) <= keep else text[:keep - 3] + "..."
-
-
-def _duration(seconds):
-    seconds = int(seconds)
-    if seconds >= 3600:
-        return "%dh%02dm%02ds" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
-    return "%dm%02ds" % (seconds // 60, seconds % 60)
-
-
-def node_line(node, stage_result):
-    """One line for a node that finished a stage: status, and the first bad check's message."""
-    checks = [c for c in (stage_result.get("checks") or []) if isinstance(c, dict)]
-    status = worst((c.get("status") for c in checks), empty=ERROR)
-    line = "%s %s %s" % (node, stage_result.get("stage", "?"), status if status not in BAD else status.upper())
-    # A status outside the vocabulary counts as an error (_status), and is shown as one.
-    bad = [c for c in checks if worst([c.get("status")]) == status and status in BAD]
-    if bad:
-        message = " ".join(str(bad[0].get("message") or bad[0].get("check") or "").split())
-        if len(checks) > 1 and len(bad) > 1:
-            message += " (+%d more)" % (len(bad) - 1)
-        line += ": " + message
-    return line if len(line) <= LINE_MAX else line[:LINE_MAX - 3] + "..."
-
-
-class Heartbeat(object):
-    """One daemon thread: while a task runs longer than `interval` s, a line every `interval` s.
-
-    begin() and end() are called from the callback (the main thread); the thread only reads the
-    current task under the lock and prints through `emit`; stop() ends it for good (never prints
-    after), and being a daemon it never holds up the exit.
-    """
-
-    def __init__(self, interval, emit, clock=time.monotonic):
-        self.interval = interval
-        self._emit = emit
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._current = None  # [label, started, next_due, done set, total]
-        self._thread = None
-
-    def begin(self, label, total):
-        with self._lock:
-            now = self._clock()
-            self._current = [label, now, now + self.interval, set(), total]
-            if self._thread is None and not self._stop.is_set():
-                self._thread = threading.Thread(target=self._loop, name="gpucluster-heartbeat")
-                self._thread.daemon = True
-                self._thread.start()
-
-    def done(self, node):
-        with self._lock:
-            if self._current is not None:
-                self._current[3].add(node)
-
-    def running(self, label):
-        with self._lock:
-            return self._current is not None and self._current[0] == label
-
-    def end(self):
-        with self._lock:
-            self._current = None
-
-    def stop(self):
-        with self._lock:
-            self._current = None
-            self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2)
-
-    def line(self):
-        """The heartbeat line when one is due now, else None (advances the next due time)."""
-        with self._lock:
-            if self._current is None or self._stop.is_set():
-                return None
-            label, started, due, done, total = self._current
-            now = self._clock()
-            if now < due:
-                return None
-            self._current[2] = due + self.interval * max(1, int((now - due) // self.interval) + 1)
-            text = "%s: %s" % (label, _duration(now - started))
-            if total and label == PIPELINE_LABEL:
-                text += ", %d/%d node stages done" % (len(done), total)
-            elif total:
-                text += ", %d/%d nodes done" % (len(done), total)
-            return text
-
-    def _loop(self):
-        tick = max(0.05, min(1.0, self.interval / 4.0))
-        while not self._stop.wait(tick):
-            text = self.line()
-            if text is not None:
-                with self._lock:
-                    if self._stop.is_set():
-                        return
-                self._emit(text)
-
-
-def _is_stage_result(value):
-    """A stage's published result: {stage, checks, ...} or a list of them."""
-    items = value if isinstance(value, list) else [value]
-    return bool(items) and all(isinstance(i, dict) and "stage" in i and "checks" in i for i in items)
 
 
 class CallbackModule(CallbackBase):
@@ -306,7 +131,7 @@ class CallbackModule(CallbackBase):
     def _flush_plan(self):
         for (stage, what), nodes in self._pending_plan.items():
             self._plan.append((stage, what, nodes))
-            self._display.display("check mode: %s would run %s on %s" % (stage, what, _hosts(nodes)))
+            self._display.display(plan_line(stage, what, nodes))
         self._pending_plan = {}
 
     def _task_started(self, task):
@@ -338,9 +163,7 @@ class CallbackModule(CallbackBase):
         plan = result._result.get("would_run")
         if self._check_mode and isinstance(plan, list):
             host = result._host.get_name()
-            # One line for the nodes that run the same commands: the node's own name as {node}.
-            what = "; ".join(_short(str(p).replace(host, "{node}")) for p in plan) or "nothing"
-            key = (str(result._result.get("stage") or _stage_of(result._task)), what)
+            key = (str(result._result.get("stage") or _stage_of(result._task)), skipped_commands(plan, host))
             nodes = result._result.get("nodes")  # a stage run once for the play (srun): all its nodes
             self._pending_plan.setdefault(key, []).extend(nodes if isinstance(nodes, list) else [host])
 
@@ -349,43 +172,15 @@ class CallbackModule(CallbackBase):
         if self._run_dir:
             return self._run_dir
         root = self.get_option("artifacts_dir")
-        run_id = self.get_option("run_id") or run_id or "%s-%s" % (
-            datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ"), uuid.uuid4().hex[:6])
-        os.makedirs(root, exist_ok=True)
-        candidate, n = os.path.join(root, _safe(run_id)), 1
-        while True:  # never write into an earlier run's directory
-            try:
-                os.mkdir(candidate)
-                break
-            except FileExistsError:
-                n += 1
-                candidate = os.path.join(root, "%s.%d" % (_safe(run_id), n))
-        self._run_dir = os.path.abspath(candidate)
-        self._run["id"] = os.path.basename(candidate)
-        self._run.setdefault("started", _now())
-        mark = {"run_id": self._run["id"], "started": self._run["started"], "pid": os.getpid(),
-                "host": socket.gethostname(), "playbook": self._run.get("playbook")}
-        write_atomic(os.path.join(self._run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
+        run_id = self.get_option("run_id") or run_id or default_run_id()
+        self._run_dir = new_run_dir(root, run_id, self._run)
         # Tasks forked after this point (the verdict, the fabric and workload stages) find the
         # directory here: they stream raw outputs into it and read results.json from it.
         os.environ[RUN_DIR_ENV] = self._run_dir
         return self._run_dir
 
     def _write_raw(self, owner, tools):
-        folder = os.path.join(self._ensure_run_dir(), "raw", _safe(owner))
-        os.makedirs(folder, exist_ok=True)
-        index = self._raw.setdefault(owner, {})
-        for tool, record in sorted((tools or {}).items()):
-            if not isinstance(record, dict):
-                continue
-            path = os.path.join(folder, _safe(tool) + ".txt")
-            if record.get("output") is not None or not os.path.exists(path):
-                write_atomic(path, record.get("output") or "")
-            entry = {"path": os.path.relpath(path, self._run_dir)}
-            for key in ("rc", "seconds", "complete", "command"):
-                if record.get(key) is not None:
-                    entry[key] = record[key]
-            index[tool] = entry
+        write_raw(self._ensure_run_dir(), owner, tools, self._raw.setdefault(owner, {}))
 
     # -- events ---------------------------------------------------------------------------
     def v2_playbook_on_start(self, playbook):
@@ -469,23 +264,11 @@ class CallbackModule(CallbackBase):
         message = result._result.get("msg")
         plan = result._result.get("plan")
         if self._check_mode and isinstance(plan, list) and isinstance(result._result.get("stage_result"), dict):
-            # The fabric burn-in's first round, planned from the controller (check mode runs none).
-            groups = [g for g in plan if isinstance(g, (list, tuple))]
-            nodes = sorted(set(str(n) for g in groups for n in g))
-            key = (str(result._result["stage_result"].get("stage") or "fabric"),
-                   "nccl-tests from the controller, first round: %d job(s) of %s node(s)"
-                   % (len(groups), "/".join(sorted(set(str(len(g)) for g in groups))) or "0"))
-            tests = [t for t in plan if isinstance(t, dict) and "server" in t and "client" in t]
-            if tests:  # the RDMA pair stage's first round: perftest pairs on every rail
-                nodes = sorted(set(str(t[r]) for t in tests for r in ("server", "client")))
-                key = (str(result._result["stage_result"].get("stage") or "rdma"),
-                       "perftest pairs from the controller, first round: %d test(s) on %d rail(s) in one Slurm step"
-                       % (len(tests), len(set(t.get("rail") for t in tests))))
+            # A controller stage's first round, planned from the controller (check mode runs none).
+            key, nodes = first_round(result._result, plan)
             self._pending_plan.setdefault(key, []).extend(nodes or [host])
         if self._check_mode and isinstance(message, str) and message.startswith(CHECK_MODE_PREFIX):
-            stage = _stage_of(result._task)
-            key = (stage[len("check_"):] if stage.startswith("check_") else stage,
-                   _short(message[len(CHECK_MODE_PREFIX):], keep=300))
+            key = would_run(_stage_of(result._task), message)
             # A launcher run once for the play (the workload) runs on all of its nodes.
             nodes = self._targets if result._task.run_once and self._targets else [host]
             self._pending_plan.setdefault(key, []).extend(nodes)
@@ -568,42 +351,11 @@ class CallbackModule(CallbackBase):
             self._warn_once("needs the jsonschema library: results.json was not written")
             return None
         document = self._document(state)
-        problems = _results.validate(document)
-        if problems:
-            # A document that breaks the contract is kept for the bug report, never as results.json.
-            write_atomic(os.path.join(self._run_dir, "results.invalid.json"),
-                         json.dumps(document, indent=1, sort_keys=True, default=str))
-            self._warn_once("results.json would not be valid, kept as results.invalid.json: %s"
-                            % "; ".join(problems[:5]))
-            return None
-        write_atomic(os.path.join(self._run_dir, "results.json"), _results.dumps(document))
-        return document
-
-    def _update_last_pass(self, document):
-        """<artifacts_dir>/last-pass.json: per node and stage, when it last passed (not for replays)."""
-        if document["run"].get("replay_of"):
-            return
-        path = os.path.join(self.get_option("artifacts_dir"), LAST_PASS)
-        try:
-            with open(path) as handle:
-                known = json.load(handle)
-            if not isinstance(known, dict):
-                known = {}
-        except (IOError, OSError, ValueError):
-            known = {}
-        # The run's start: an Xid logged while a passing run went on must count next time.
-        when = document["run"].get("started") or _now()
-        for node, entry in sorted((document.get("nodes") or {}).items()):
-            for stage, status in sorted((entry.get("stages") or {}).items()):
-                if status == "pass":
-                    known.setdefault(node, {})[stage] = {"time": when, "run_id": document["run"]["id"]}
-        write_atomic(path, json.dumps(known, indent=1, sort_keys=True) + "\n")
+        return document if write_results(self._run_dir, document, self._warn_once) else None
 
     def _check_mode_summary(self):
-        self._display.display("gpucluster.acceptance check mode: nothing was run or measured, no verdict"
-                              " and no artifacts; %d stage(s) would run:" % len(self._plan))
-        for stage, what, nodes in self._plan:
-            self._display.display("  %s on %s (%d node(s)): %s" % (stage, _hosts(nodes), len(set(nodes)), what))
+        for line in summary_lines(self._plan):
+            self._display.display(line)
 
     def v2_playbook_on_stats(self, stats):
         self._flush_plan()
@@ -623,29 +375,11 @@ class CallbackModule(CallbackBase):
         document = self._write_results(state="complete")
         if document is None:
             return
-        # The page and the metrics are drawn from results.json as written (tools/render-report
-        # redraws them from it later); a drawing problem is a warning, never a lost run.
-        from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import (  # pylint: disable=import-outside-toplevel
-            _html_report, _prometheus)
-        for name, render, args in (("junit.xml", _report.junit_xml, (document,)),
-                                   ("report.html", _html_report.render_html, (document, run_dir)),
-                                   ("metrics.prom", _prometheus.render_textfile, (document,))):
-            try:
-                text = render(*args)
-            except Exception as exc:  # pylint: disable=broad-except
-                self._warn_once("could not write %s: %s: %s" % (name, type(exc).__name__, exc))
-                continue
-            write_atomic(os.path.join(run_dir, name), text)
+        write_reports(run_dir, document, self._warn_once)
         try:
-            self._update_last_pass(document)
+            update_last_pass(self.get_option("artifacts_dir"), document)
         except (IOError, OSError) as exc:
             self._warn_once("could not update %s: %s" % (LAST_PASS, exc))
-        write_atomic(os.path.join(run_dir, COMPLETE), json.dumps(
-            {"run_id": document["run"]["id"], "finished": document["run"].get("finished"),
-             "verdict": document["verdict"]["status"]}, indent=2) + "\n")
-        try:
-            os.unlink(os.path.join(run_dir, INCOMPLETE))
-        except OSError:
-            pass
+        mark_complete(run_dir, document)
         for line in _report.summary_lines(document, run_dir):
             self._display.display(line)

@@ -94,7 +94,7 @@ from ansible.module_utils.six.moves.collections_abc import Mapping
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six import string_types
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import counter_deltas
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters_deltas import counter_deltas
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 

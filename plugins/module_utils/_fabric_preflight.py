@@ -149,7 +149,7 @@ def launch_opts(opts):
 
 
 def judge_launch(judged, group):
-    """{status, sentence, component, evidence} from _fabric.judge_run's view of the 2-rank launch."""
+    """{status, sentence, component, evidence} from _fabric_judge.judge_run's view of the 2-rank launch."""
     outcome = judged["outcome"]
     where = ",".join(group)
     if outcome == "ok":
@@ -184,7 +184,7 @@ def judge_launch(judged, group):
 def run_preflight(runner, nodes, opts, judge_run):
     """Run (or replay) the preflight; return {status, component, message, checks: [...], raw keys}.
 
-    runner: the stage's _fabric_runs.Runner; judge_run: _fabric.judge_run (what a launch proves).
+    runner: the stage's _fabric_runs.Runner; judge_run: _fabric_judge.judge_run (what a launch proves).
     """
     steps = []
     requested = (opts.get("mpi") or "").strip()

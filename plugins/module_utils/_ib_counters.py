@@ -38,7 +38,8 @@ CamelCase to snake_case (``QP1Dropped`` -> ``qp1_dropped``). ``names`` maps ever
 met to the name used. Data counters (``port_xmit_data``, ``port_rcv_data``) count 4-octet words,
 as in the IB specification: multiply by 4 for bytes.
 
-``counter_deltas(before, after)`` subtracts two such snapshots.
+``_ib_counters_deltas.counter_deltas(before, after)`` subtracts two such snapshots; the counter
+names and widths are in ``_ib_counters_names``.
 
 Salvage: an ``iberror``/``ibwarn`` line, a garbled or truncated line is reported (errors or
 warnings, with its line number) next to every counter read from the rest; ``lines`` maps
@@ -51,8 +52,8 @@ __metaclass__ = type
 
 import re
 
-from ansible.module_utils.six.moves.collections_abc import Mapping
-
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters_names import (
+    COUNTER_WIDTHS, _BASIC_DATA_WIDTHS, _saturated, perfquery_name_to_sysfs)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
     capped,
     IBDIAG_ERROR,
@@ -63,76 +64,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import
     strip_launcher_prefix,
 )
 
-# perfquery (libibmad field names, old and new) -> sysfs counter file name.
-PERFQUERY_TO_SYSFS = {
-    "SymbolErrorCounter": "symbol_error",
-    "SymbolErrors": "symbol_error",
-    "LinkErrorRecoveryCounter": "link_error_recovery",
-    "LinkRecovers": "link_error_recovery",
-    "LinkDownedCounter": "link_downed",
-    "LinkDowned": "link_downed",
-    "PortRcvErrors": "port_rcv_errors",
-    "RcvErrors": "port_rcv_errors",
-    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
-    "RcvRemotePhysErrors": "port_rcv_remote_physical_errors",
-    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors",
-    "RcvSwRelayErrors": "port_rcv_switch_relay_errors",
-    "PortXmitDiscards": "port_xmit_discards",
-    "XmtDiscards": "port_xmit_discards",
-    "PortXmitConstraintErrors": "port_xmit_constraint_errors",
-    "XmtConstraintErrors": "port_xmit_constraint_errors",
-    "PortRcvConstraintErrors": "port_rcv_constraint_errors",
-    "RcvConstraintErrors": "port_rcv_constraint_errors",
-    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
-    "LinkIntegrityErrors": "local_link_integrity_errors",
-    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors",
-    "ExcBufOverrunErrors": "excessive_buffer_overrun_errors",
-    "VL15Dropped": "VL15_dropped",
-    "QP1Dropped": "qp1_dropped",
-    "PortXmitData": "port_xmit_data",
-    "XmtData": "port_xmit_data",
-    "PortRcvData": "port_rcv_data",
-    "RcvData": "port_rcv_data",
-    "PortXmitPkts": "port_xmit_packets",
-    "XmtPkts": "port_xmit_packets",
-    "PortRcvPkts": "port_rcv_packets",
-    "RcvPkts": "port_rcv_packets",
-    "PortUnicastXmitPkts": "unicast_xmit_packets",
-    "PortUnicastRcvPkts": "unicast_rcv_packets",
-    "PortMulticastXmitPkts": "multicast_xmit_packets",
-    "PortMulticastRcvPkts": "multicast_rcv_packets",
-    "PortXmitWait": "port_xmit_wait",
-    "XmtWait": "port_xmit_wait",
-}
-
 # Selector fields perfquery prints alongside the counters; not counters.
 _META_NAMES = frozenset(("PortSelect", "CounterSelect", "CounterSelect2"))
-
-# Width in bits of the PortCounters fields (IB spec; libibmad fields.c). sysfs reads the error
-# counters from PortCounters, so a value of 2**width - 1 there means the counter is stuck at its
-# maximum and further errors are not counted.
-COUNTER_WIDTHS = {
-    "symbol_error": 16,
-    "link_error_recovery": 8,
-    "link_downed": 8,
-    "port_rcv_errors": 16,
-    "port_rcv_remote_physical_errors": 16,
-    "port_rcv_switch_relay_errors": 16,
-    "port_xmit_discards": 16,
-    "port_xmit_constraint_errors": 8,
-    "port_rcv_constraint_errors": 8,
-    "local_link_integrity_errors": 4,
-    "excessive_buffer_overrun_errors": 4,
-    "VL15_dropped": 16,
-    "port_xmit_wait": 32,
-}
-# Data and packet counters are 32 bits in plain PortCounters (perfquery without -x).
-_BASIC_DATA_WIDTHS = {
-    "port_xmit_data": 32,
-    "port_rcv_data": 32,
-    "port_xmit_packets": 32,
-    "port_rcv_packets": 32,
-}
 
 _HEADER = re.compile(
     r"^\s*#\s*Port\s+(?P<ext>extended\s+)?counters:\s*(?P<portid>.*?)\s+port\s+(?P<port>\d{1,6})\b(?P<rest>.*)$",
@@ -155,20 +88,6 @@ _MARKER = re.compile(
 _INTEGER = re.compile(r"^\d{1,20}$")
 
 _MAX_UNRECOGNISED = 20
-
-
-def perfquery_name_to_sysfs(name):
-    """The sysfs name for a perfquery counter name (CamelCase -> snake_case when not known)."""
-    if name in PERFQUERY_TO_SYSFS:
-        return PERFQUERY_TO_SYSFS[name]
-    if "_" in name and name == name.lower():
-        return name
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
-
-
-def _saturated(name, value, widths):
-    width = widths.get(name)
-    return width is not None and value == (1 << width) - 1
 
 
 class _State(object):
@@ -391,90 +310,4 @@ def parse_ib_counters(text, ca=None):
     for where in result["saturated"]:
         result["warnings"].append("%s is at its maximum value and no longer counts; reset the counters "
                                   "(perfquery -R) to see new errors" % where)
-    return result
-
-
-def _counters_of(value, label, result):
-    """The {ca: {port: {name: int}}} mapping inside a parse result, a bare mapping or raw text."""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if isinstance(value, str):
-        value = parse_ib_counters(value)
-    if not isinstance(value, Mapping):
-        result["errors"].append("%s: expected a from_ib_counters result, a counters mapping or the tool's "
-                                "text, got %s" % (label, type(value).__name__))
-        return {}
-    if isinstance(value.get("counters"), Mapping):
-        for error in value.get("errors") or []:
-            result["errors"].append("%s: %s" % (label, error))
-        value = value["counters"]
-    clean = {}
-    for ca, ports in value.items():
-        if not isinstance(ports, Mapping):
-            result["warnings"].append("%s: %s is not a mapping of ports; ignored" % (label, ca))
-            continue
-        for port, names in ports.items():
-            if not isinstance(names, Mapping):
-                result["warnings"].append("%s: %s port %s is not a mapping of counters; ignored" % (label, ca, port))
-                continue
-            target = clean.setdefault(str(ca), {}).setdefault(str(port), {})
-            for name, number in names.items():
-                if isinstance(number, bool) or not isinstance(number, int):
-                    result["warnings"].append("%s: %s port %s %s is not an integer (%s); ignored"
-                                              % (label, ca, port, name, repr(number)[:60]))
-                    continue
-                target[str(name)] = number
-    return clean
-
-
-def counter_deltas(before, after):
-    """Subtract two counter snapshots: ``after - before`` per CA, port and counter.
-
-    ``before`` and ``after`` may each be a parse_ib_counters result, its ``counters`` mapping, or
-    the raw text. Returns ``{deltas: {ca: {port: {name: int}}}, resets: ["ca/port/name"],
-    saturated: ["ca/port/name"], missing_before: [...], missing_after: [...], errors, warnings}``.
-    A counter lower after than before was reset in between: its delta is taken as the after
-    value (a lower bound) and it is listed in ``resets`` with a warning. A counter at its maximum
-    in ``after`` no longer counts: its delta is a lower bound too (``saturated``).
-    """
-    result = new_result(deltas={}, resets=[], saturated=[], missing_before=[], missing_after=[])
-    old = _counters_of(before, "before", result)
-    new = _counters_of(after, "after", result)
-    for ca in sorted(new):
-        for port in sorted(new[ca]):
-            base = old.get(ca, {}).get(port)
-            if base is None:
-                result["missing_before"].append("%s/%s" % (ca, port))
-                result["warnings"].append("%s port %s has no baseline in 'before'; no deltas" % (ca, port))
-                continue
-            target = result["deltas"].setdefault(ca, {}).setdefault(port, {})
-            for name in sorted(new[ca][port]):
-                value = new[ca][port][name]
-                where = "%s/%s/%s" % (ca, port, name)
-                if name not in base:
-                    result["missing_before"].append(where)
-                    continue
-                delta = value - base[name]
-                if delta < 0:
-                    delta = value
-                    result["resets"].append(where)
-                    result["warnings"].append("%s port %s: %s went from %d to %d (counters reset?); delta taken as %d"
-                                              % (ca, port, name, base[name], value, value))
-                if _saturated(name, value, COUNTER_WIDTHS):
-                    result["saturated"].append(where)
-                    result["warnings"].append("%s port %s: %s is at its maximum (%d); the real increase may be "
-                                              "larger than %d" % (ca, port, name, value, delta))
-                target[name] = delta
-            for name in sorted(base):
-                if name not in new[ca][port]:
-                    result["missing_after"].append("%s/%s/%s" % (ca, port, name))
-    for ca in sorted(old):
-        for port in sorted(old[ca]):
-            if port not in new.get(ca, {}):
-                result["missing_after"].append("%s/%s" % (ca, port))
-                result["warnings"].append("%s port %s is in 'before' but not in 'after'" % (ca, port))
-    if not old and not new and not result["errors"]:
-        result["errors"].append("no counters in either snapshot")
-    elif not result["deltas"] and not result["errors"]:
-        result["errors"].append("no CA/port in common between 'before' and 'after'")
     return result

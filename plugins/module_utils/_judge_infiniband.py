@@ -34,8 +34,8 @@ __metaclass__ = type
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, is_number, join_names, parse_error_results,
     profile_get)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import (
-    counter_deltas, parse_ib_counters)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters_deltas import counter_deltas
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import (
     available_gbps, fold_passes, judge_link, parse_pcie_sysfs)

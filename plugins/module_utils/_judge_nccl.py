@@ -7,8 +7,6 @@
   bound nccl.busbw_max_single_node)
 - judge_nccl_pair(nccl, profile, nodes=2): several nodes over the network
   (floor nccl.multi_node_pair_busbw_min, bound nccl.busbw_max_multi_node)
-- plausibility_errors(parsed, max_busbw): the implausible values of a run, as sentences (the fabric
-  stage calls it for its multi-node runs)
 
 Checks (each with evidence: the output lines it rests on):
 - nccl.parse        output missing, or parts of it unreadable (garbled rows, missing summaries,
@@ -29,6 +27,11 @@ Checks (each with evidence: the output lines it rests on):
 A finding (fail) is reported even when other parts of the output are unreadable; a pass only
 when the output is complete. For the comparison between nodes use
 _judge_uniformity.judge_peers on the busbw values.
+
+Parts, each a module of its own: _judge_nccl_correctness (nccl.correctness),
+_judge_nccl_plausibility (the implausible values: plausibility_errors(parsed, max_busbw), which the
+fabric stage calls for its multi-node runs, and ABSOLUTE_MAX_BUSBW), _judge_nccl_rows (how a row is
+read and quoted).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -38,19 +41,15 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names, is_number, profile_get)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl_correctness import _correctness
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl_plausibility import (
+    ABSOLUTE_MAX_BUSBW, _implausible)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl_rows import _row_text, _rows, _size_text
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
     FAILURE_WORDS, GIB, parse_nccl_tests)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import is_crash_line
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_errors import (
     TOOL_AFTER, TOOL_BEFORE, judge_nvlink_errors, parse_nvlink_errors)
-
-# Bound used when a profile sets none: ten times the 1.8 TB/s (both directions together) that
-# NVLink 5, the fastest GPU interconnect of 2026, gives one GPU. No busbw can come near it.
-ABSOLUTE_MAX_BUSBW = 18000.0
-
-# nccl-tests sets reportErrors = 0 for the in-place run of these (src/alltoall.cu, alltoallv.cu,
-# sendrecv.cu): N/A there is by design, not validation switched off.
-_INPLACE_UNCHECKED = frozenset(("alltoall", "alltoallv", "sendrecv"))
 
 _LINE = re.compile(r"^line (\d+): (?:incomplete or garbled table row: )?(.*)$")
 _IMPLAUSIBLE = re.compile(r"implausible value|is not a whole count")
@@ -62,34 +61,6 @@ _RUN = re.compile(FAILURE_WORDS + r"|srun: error:|reported FAILED|more failure l
 def _tool(nccl):
     program = nccl.get("program") if isinstance(nccl, dict) else None
     return program or "nccl-tests"
-
-
-def _size_text(size):
-    if not is_number(size):
-        return "?"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale:
-            return "%s %s" % (fmt_num(size / float(scale)), unit)
-    return "%d B" % size
-
-
-def _rows(nccl):
-    return [row for row in nccl.get("rows") or [] if isinstance(row, dict)]
-
-
-def _sides(row):
-    for label, key in (("out-of-place", "oop"), ("in-place", "ip")):
-        side = row.get(key)
-        if isinstance(side, dict):
-            yield label, side
-
-
-def _where(row):
-    return "line %s (%s)" % (row.get("line"), _size_text(row.get("size")))
-
-
-def _row_text(row):
-    return row.get("text") or "%s %s %s" % (row.get("size"), row.get("count"), row.get("type"))
 
 
 def _error_lines(errors, nccl=None):
@@ -120,146 +91,6 @@ def _classify(errors):
         else:
             unreadable.append(error)
     return run, implausible, unreadable
-
-
-def _implausible(parsed, max_busbw):
-    """[(sentence, evidence line)] for every implausible value of a run."""
-    found = []
-    if not isinstance(parsed, dict):
-        return found
-    bound = max_busbw if is_number(max_busbw) and max_busbw > 0 else None
-    for row in _rows(parsed):
-        problems = row.get("problems")
-        for problem in problems or ():
-            if "#wrong" not in problem and " error " not in problem:
-                found.append(("%s: %s" % (_where(row), problem), _row_text(row)))
-        for label, side in _sides(row):
-            for name in ("time_us", "algbw", "busbw"):
-                value = side.get(name)
-                if value is None:
-                    continue
-                if not is_number(value):
-                    found.append(("%s: %s %s %r is not a finite number" % (
-                        _where(row), label, name, value), _row_text(row)))
-                elif value < 0 and problems is None:
-                    found.append(("%s: %s %s %s is negative" % (_where(row), label, name,
-                                                                fmt_num(value)), _row_text(row)))
-            busbw = side.get("busbw")
-            if bound is not None and is_number(busbw) and busbw > bound:
-                found.append(("%s: %s busbw %s GB/s exceeds the physical bound of %s GB/s"
-                              % (_where(row), label, fmt_num(busbw), fmt_num(bound)),
-                              _row_text(row)))
-    avg = parsed.get("avg_busbw")
-    if avg is not None and not is_number(avg):
-        found.append(("Avg bus bandwidth %r is not a finite number" % (avg,), "Avg bus bandwidth"))
-    elif bound is not None and is_number(avg) and avg > bound:
-        line = [s.get("text") for s in parsed.get("summaries") or []
-                if isinstance(s, dict) and s.get("kind") == "avg"]
-        found.append(("Avg bus bandwidth %s GB/s exceeds the physical bound of %s GB/s"
-                      % (fmt_num(avg), fmt_num(bound)), (line or ["Avg bus bandwidth"])[0]))
-    for summary in parsed.get("summaries") or []:
-        if isinstance(summary, dict) and summary.get("kind") == "oob":
-            value = summary.get("value")
-            if value is not None and (not is_number(value) or value < 0):
-                found.append(("line %s: Out of bounds values %r is not a count >= 0"
-                              % (summary.get("line"), value), summary.get("text") or ""))
-    return found
-
-
-def plausibility_errors(parsed, max_busbw):
-    """Sentences naming each implausible value of a parse_nccl_tests result; [] when none.
-
-    Implausible: a time, algbw or busbw that is negative or not a finite number (the parser
-    turns inf/nan/overflowing cells into None and names them in the row's problems), a busbw
-    (any row, or the Avg line) above max_busbw GB/s (the physical bound of the link; None or
-    <= 0: no bound), an Out of bounds count below 0.
-    """
-    return ["%s: implausible value" % sentence for sentence, _line in _implausible(parsed, max_busbw)]
-
-
-def _inplace_exempt(nccl, rows):
-    """Whether in-place N/A is nccl-tests' own choice for this collective."""
-    collective = nccl.get("collective")
-    if collective:
-        return collective in _INPLACE_UNCHECKED
-    # Before 2025 the output does not name the collective: accept the by-design pattern only,
-    # every in-place #wrong N/A while the out-of-place ones are counts.
-    inplace = [row["ip"] for row in rows if isinstance(row.get("ip"), dict)]
-    return bool(inplace) and all(side.get("wrong") is None and side.get("error") is None
-                                 for side in inplace) \
-        and all(is_number(row["oop"].get("wrong")) for row in rows if isinstance(row.get("oop"), dict))
-
-
-def _correctness(nccl, tool, rows, complete):
-    results = []
-    exempt = _inplace_exempt(nccl, rows)
-    wrong, unchecked, invalid = [], [], []
-    for row in rows:
-        problems = [p for p in row.get("problems") or () if "#wrong" in p or " error " in p]
-        if problems:
-            invalid.append((row, problems))
-        total = 0
-        for label, side in _sides(row):
-            count, deviation = side.get("wrong"), side.get("error")
-            if is_number(count) and count > 0:
-                total += count
-            checked = (is_number(count) and count >= 0) or (is_number(deviation) and deviation >= 0)
-            named = any(p.startswith(label + " ") for p in problems)
-            if not checked and not named and not (label == "in-place" and exempt):
-                unchecked.append((row, label))
-        if total:
-            wrong.append((row, total))
-    oob = nccl.get("out_of_bounds")
-    oob_lines = [s.get("text") for s in nccl.get("summaries") or []
-                 if isinstance(s, dict) and s.get("kind") == "oob" and s.get("text")]
-    if wrong:
-        total = sum(n for _row, n in wrong)
-        sizes = ", ".join(_size_text(row.get("size")) for row, _n in wrong[:4])
-        results.append(check_result(
-            "nccl.correctness", FAIL, "%s found %s wrong values in %d message sizes (%s%s): "
-            "data corruption on a GPU or link" % (tool, fmt_num(total), len(wrong), sizes,
-                                                  ", ..." if len(wrong) > 4 else ""),
-            {"wrong_rows": len(wrong), "wrong_values": total},
-            evidence=[_row_text(row) for row, _n in wrong]))
-    flagged = [s for s in nccl.get("summaries") or [] if isinstance(s, dict)
-               and s.get("kind") == "oob" and (s.get("status") or "OK") != "OK"]
-    if is_number(oob) and oob > 0:
-        results.append(check_result("nccl.correctness", FAIL, "%s reports %d out-of-bounds values"
-                                    % (tool, oob), {"out_of_bounds": oob}, evidence=oob_lines))
-    elif flagged:
-        results.append(check_result("nccl.correctness", FAIL, "%s marks its Out of bounds values "
-                                    "check %s" % (tool, flagged[0].get("status")),
-                                    {"out_of_bounds": oob}, evidence=oob_lines))
-    validation = nccl.get("validation")
-    if validation == 0:
-        results.append(check_result(
-            "nccl.correctness", ERROR, "%s ran with validation off (validation: 0, -c 0): "
-            "#wrong was not checked, correctness not proven" % tool, {"validation": 0},
-            evidence=[nccl.get("header_text")]))
-    elif unchecked:
-        shown = ", ".join("%s %s" % (_where(row), label) for row, label in unchecked[:4])
-        results.append(check_result(
-            "nccl.correctness", ERROR, "%s: #wrong is N/A in %d row sides (%s%s)%s: the results "
-            "were not checked, correctness not proven"
-            % (tool, len(unchecked), shown, ", ..." if len(unchecked) > 4 else "",
-               " although validation is on" if validation else ""),
-            {"unchecked": len(unchecked), "validation": validation},
-            evidence=[_row_text(row) for row, _label in unchecked]))
-    if invalid:
-        shown = "; ".join("%s: %s" % (_where(row), ", ".join(problems))
-                          for row, problems in invalid[:3])
-        results.append(check_result(
-            "nccl.correctness", ERROR, "%s: #wrong is not a whole count >= 0 in %d rows (%s%s): "
-            "implausible value, correctness not proven"
-            % (tool, len(invalid), shown, "; ..." if len(invalid) > 3 else ""),
-            {"invalid_rows": len(invalid)}, evidence=[_row_text(row) for row, _p in invalid]))
-    if not results and complete and rows and is_number(oob) and oob == 0:
-        results.append(check_result(
-            "nccl.correctness", PASS, "%s checked every row (validation on): no wrong or "
-            "out-of-bounds values in %d rows" % (tool, len(rows)),
-            {"out_of_bounds": oob, "rows": len(rows)},
-            evidence=[nccl.get("header_text")] + oob_lines))
-    return results
 
 
 def _ranks(nccl, tool, expected_ranks, complete, single_host=False):

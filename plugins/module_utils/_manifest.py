@@ -18,6 +18,9 @@ re-run reuses every journal entry whose size and mtime are unchanged. Verifying 
 that is missing, of the wrong size, of the wrong checksum, extra, or still being written
 (``*.part``, rsync's ``.name.XXXXXX``); it can be split in shards (nodes) balanced by bytes, and
 with a cache it rehashes only the files that changed since the last verification.
+
+Here: the manifest's format, hashing, walking a tree, creating and loading a manifest. Verifying a
+copy is _manifest_verify; following a copy as it arrives is _manifest_progress.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -30,7 +33,6 @@ import os
 import re
 import threading
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
@@ -300,142 +302,3 @@ def load_manifest(path):
                         entries.append({"path": rel, "size": None, "digest": parts[0].lower()})
                 return {"algorithm": m.group(1), "entries": _checked_entries(name, entries, 1), "bytes": None}
     raise ManifestError("no manifest at %s (neither %s nor a BagIt manifest-<alg>.txt)" % (path, INDEX))
-
-
-def _stable_shard(rel, shards):
-    return zlib.crc32(rel.encode("utf-8")) % shards
-
-
-def shard_entries(entries, shard, shards):
-    """The entries of shard ``shard`` of ``shards``: largest files first to the lightest shard
-    (deterministic: every node computes the same split from the same manifest)."""
-    if shards <= 1:
-        return list(entries)
-    load = [0] * shards
-    mine = []
-    for entry in sorted(entries, key=lambda e: (-(e.get("size") or 0), e["path"])):
-        target = min(range(shards), key=lambda i: (load[i], i))
-        load[target] += (entry.get("size") or 0) + 1
-        if target == shard:
-            mine.append(entry)
-    return mine
-
-
-def verify(root, manifest, shard=0, shards=1, cache_path=None, workers=4, partial_patterns=PARTIAL_PATTERNS,
-           exclude=(), check_mode=False):
-    """Check this shard's files of ``manifest`` under ``root``; see the module docs for the result."""
-    if not 0 <= shard < shards:
-        raise ManifestError("shard %d is not one of 0..%d" % (shard, shards - 1))
-    algorithm = manifest["algorithm"]
-    new_hash(algorithm)
-    if not os.path.isdir(root):  # a copy that is not there is not a copy that matches, even of nothing
-        raise ManifestError("%s is not a directory: nothing to verify against the manifest" % root)
-    mine = shard_entries(manifest["entries"], shard, shards)
-    present = dict((rel, (size, mtime)) for rel, size, mtime in walk(root, exclude))
-    listed = set(e["path"] for e in manifest["entries"])
-    cache = {}
-    if cache_path and os.path.exists(cache_path):
-        for row in _read_jsonl(cache_path):
-            if row.get("algorithm") == algorithm and isinstance(row.get("path"), str):
-                cache[row["path"]] = row
-    result = {"shard": shard, "shards": shards, "algorithm": algorithm, "root": root, "checked": len(mine),
-              "bytes": sum(e.get("size") or 0 for e in mine), "ok": 0, "rehashed": 0, "reused": 0,
-              "missing": [], "size_mismatch": [], "checksum_mismatch": [], "extra": [], "partial": []}
-    jobs = []
-    for entry in mine:
-        rel = entry["path"]
-        if rel not in present:
-            result["missing"].append(rel)
-            continue
-        size, mtime = present[rel]
-        if entry.get("size") is not None and size != entry["size"]:
-            result["size_mismatch"].append({"path": rel, "expected": entry["size"], "found": size})
-            continue
-        seen = cache.get(rel)
-        if seen and seen.get("size") == size and seen.get("mtime_ns") == mtime and seen.get("expected") == entry["digest"]:
-            result["reused"] += 1
-            if seen.get("digest") == entry["digest"]:
-                result["ok"] += 1
-            else:
-                result["checksum_mismatch"].append({"path": rel, "expected": entry["digest"], "found": seen.get("digest")})
-            continue
-        jobs.append((rel, os.path.join(root, rel), size, mtime))
-    expected = dict((e["path"], e["digest"]) for e in mine)
-    fresh = []
-
-    def done(found):
-        fresh.append(found)
-    _hash_all(jobs, algorithm, workers, done)
-    for found in fresh:
-        result["rehashed"] += 1
-        want = expected[found["path"]]
-        cache[found["path"]] = {"path": found["path"], "size": found["size"], "mtime_ns": found["mtime_ns"],
-                                "digest": found["digest"], "expected": want, "algorithm": algorithm}
-        if found["digest"] == want:
-            result["ok"] += 1
-        else:
-            result["checksum_mismatch"].append({"path": found["path"], "expected": want, "found": found["digest"]})
-    for rel in sorted(present):
-        if rel in listed or _stable_shard(rel, shards) != shard:
-            continue
-        if is_partial(rel, partial_patterns):
-            result["partial"].append({"path": rel, "size": present[rel][0]})
-        else:
-            result["extra"].append(rel)
-    for key in ("missing", "extra"):
-        result[key].sort()
-    for key in ("size_mismatch", "checksum_mismatch", "partial"):
-        result[key].sort(key=lambda item: item["path"])
-    if cache_path and not check_mode:
-        directory = os.path.dirname(os.path.abspath(cache_path))
-        if not os.path.isdir(directory):
-            os.makedirs(directory)
-        write_atomic(cache_path, "".join(json.dumps(row, sort_keys=True) + "\n" for _p, row in sorted(cache.items())))
-    return result
-
-
-def progress(root, manifest, state_path=None, window_s=600.0, price_per_gb=None, now=None, check_mode=False,
-             partial_patterns=PARTIAL_PATTERNS):
-    """How much of ``manifest`` has arrived under ``root`` (by size, no hashing), the rate over the
-    last ``window_s`` seconds of observations kept in ``state_path``, the ETA and the egress cost
-    of what remains. Files still being written count with the bytes they have."""
-    now = time.time() if now is None else now
-    present = dict((rel, size) for rel, size, _m in walk(root)) if os.path.isdir(root) else {}
-    total = sum(e.get("size") or 0 for e in manifest["entries"])
-    complete, arrived = 0, 0
-    for entry in manifest["entries"]:
-        size = present.get(entry["path"])
-        if size is None:
-            continue
-        if entry.get("size") is not None and size == entry["size"]:
-            complete += 1
-            arrived += size
-        else:
-            arrived += min(size, entry.get("size") or size)
-    in_flight = sum(size for rel, size in present.items() if is_partial(rel, partial_patterns))
-    arrived = min(arrived + in_flight, total)
-    history = [row for row in _read_jsonl(state_path) if isinstance(row.get("t"), (int, float))] if state_path else []
-    history.append({"t": now, "bytes": arrived})
-    window = [row for row in history if now - row["t"] <= window_s]
-    rate = None
-    if len(window) >= 2 and window[-1]["t"] > window[0]["t"]:
-        rate = (window[-1]["bytes"] - window[0]["bytes"]) / (window[-1]["t"] - window[0]["t"])
-    remaining = total - arrived
-    eta = None
-    if remaining == 0:
-        eta = 0.0
-    elif rate and rate > 0:
-        eta = remaining / rate
-    if state_path and not check_mode:
-        kept = [row for row in history if now - row["t"] <= max(window_s * 4, 3600)]
-        write_atomic(state_path, "".join(json.dumps(row) + "\n" for row in kept))
-    out = {"files_total": len(manifest["entries"]), "files_complete": complete, "bytes_total": total,
-           "bytes_arrived": arrived, "bytes_remaining": remaining,
-           "fraction": round(float(arrived) / total, 6) if total else 1.0,
-           "rate_bytes_per_s": round(rate, 1) if rate is not None else None,
-           "window_s": window_s, "observations": len(window),
-           "eta_s": round(eta, 1) if eta is not None else None, "time": now}
-    if price_per_gb is not None:
-        out["remaining_cost"] = round(remaining / 1e9 * float(price_per_gb), 2)
-        out["price_per_gb"] = float(price_per_gb)
-    return out

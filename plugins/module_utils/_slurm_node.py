@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Slurm node drain/resume: read ``scontrol show node`` and decide what to do per node.
 
-Private to the collection; the ``slurm_node`` module runs the commands, everything here is pure.
+Private to the collection; the ``slurm_node`` module runs the commands (_slurm_node_scontrol) and
+carries out the plans (_slurm_node_apply), everything here is pure.
 
 Reading. ``parse_scontrol_show_node(text)`` reads ``scontrol [--future] show node [-o]`` output,
 one-line (``-o``) or multi-line. Per node it keeps ``State=`` (split into the base state and its

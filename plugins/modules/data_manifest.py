@@ -188,7 +188,9 @@ eta_s:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._manifest import (
-    ManifestError, create_manifest, load_manifest, progress, verify)
+    ManifestError, create_manifest, load_manifest)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._manifest_progress import progress
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._manifest_verify import verify
 
 
 def main():

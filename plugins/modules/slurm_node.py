@@ -246,7 +246,6 @@ reason:
 """
 
 import contextlib
-import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -254,90 +253,13 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._health_lock
     LockTimeout, exclusive_lock)
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK, options_problem
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import (
-    compress_hostlist, expand_hostlist)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_node import (
-    decide, diff_text, full_reason, is_ours, outcome, parse_scontrol_show_node, summary)
-
-_ACTIONS = ("drained", "resumed", "unchanged", "skipped")
-
-
-class SlurmNodes(object):
-    """Runs scontrol for the module (argv lists, no shell, each call under timeout)."""
-
-    def __init__(self, module):
-        self.module = module
-        self.timeout = module.params["timeout"]
-        self.scontrol = self._find_scontrol(module.params["scontrol_path"])
-        self.timeout_bin = module.get_bin_path("timeout")
-        if not self.timeout_bin:
-            module.fail_json(msg="the 'timeout' command (coreutils) is not on PATH: it is needed to "
-                                 "bound scontrol calls")
-        self.env = {"SLURM_TIME_FORMAT": "standard"}
-        if module.params["slurm_conf"]:
-            self.env["SLURM_CONF"] = module.params["slurm_conf"]
-
-    def _find_scontrol(self, path):
-        if os.sep in path:
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-                self.module.fail_json(msg="scontrol_path %s is not an executable file" % path)
-            return path
-        found = self.module.get_bin_path(path)
-        if not found:
-            self.module.fail_json(msg="%s not found on PATH (set scontrol_path, or install the Slurm client)" % path)
-        return found
-
-    def run(self, args):
-        argv = [self.timeout_bin, "-k", "5", str(self.timeout), self.scontrol] + list(args)
-        rc, out, err = self.module.run_command(argv, environ_update=self.env, check_rc=False)
-        if rc in (124, 137):
-            self.module.fail_json(msg="scontrol %s timed out after %d s (is slurmctld reachable, "
-                                      "is SLURM_CONF right?)" % (" ".join(args[:3]), self.timeout),
-                                  cmd=argv, rc=rc, stdout=out, stderr=err)
-        return rc, out, err
-
-    def show(self, names):
-        """Parsed `scontrol --future show node -o HOSTLIST` (FUTURE nodes included)."""
-        rc, out, err = self.run(["--future", "show", "node", "-o", compress_hostlist(names)])
-        parsed = parse_scontrol_show_node(out + "\n" + err)
-        # rc=1 also when some names are unknown ("Node x not found"): the caller names those.
-        if rc != 0 and not parsed["not_found"]:
-            self.module.fail_json(msg="scontrol show node failed (rc=%d): %s"
-                                      % (rc, (err or out).strip()[:500] or "no output"), rc=rc, stdout=out, stderr=err)
-        if rc == 0 and parsed["errors"] and not parsed["nodes"]:
-            self.module.fail_json(msg="cannot read scontrol show node output: %s" % "; ".join(parsed["errors"]),
-                                  stdout=out, stderr=err)
-        return parsed
-
-    def show_all(self):
-        """Every node of the cluster, FUTURE ones included."""
-        rc, out, err = self.run(["--future", "show", "node", "-o"])
-        if rc != 0:
-            self.module.fail_json(msg="scontrol show node failed (rc=%d): %s"
-                                      % (rc, (err or out).strip()[:500] or "no output"), rc=rc, stdout=out, stderr=err)
-        return parse_scontrol_show_node(out + "\n" + err)["nodes"]
-
-    def update(self, names, command, reason):
-        args = ["update", "NodeName=%s" % compress_hostlist(names), "State=%s" % command]
-        if reason is not None:
-            args.append("Reason=%s" % reason)
-        rc, out, err = self.run(args)
-        return rc, (err or out).strip()
-
-
-def expand_names(module, items):
-    names = []
-    for item in items:
-        try:
-            expanded = expand_hostlist(item)
-        except (TypeError, ValueError) as exc:
-            module.fail_json(msg="name: %s" % exc)
-        for name in expanded:
-            if name not in names:
-                names.append(name)
-    if not names:
-        module.fail_json(msg="name: no node names given")
-    return names
+    decide, diff_text, full_reason, summary)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_node_apply import (
+    _cap, apply_plans, node_results)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_node_scontrol import (
+    SlurmNodes, expand_names)
 
 
 def main():
@@ -379,31 +301,6 @@ def _locked(module):
     return exclusive_lock(params["lock_file"], params["lock_timeout"])
 
 
-def _ours(node, tag):
-    flags = node.get("flags") or []
-    return ("DRAIN" in flags or node.get("base") == "DOWN") and is_ours(node.get("reason"), tag)
-
-
-def _cap(slurm, names, plans, params, tag):
-    """(refusal or '', other nodes drained with our tag) for a drain under max_drained.
-
-    Every node of the cluster is read here, after the lock was taken: drains another run made
-    a moment ago count.
-    """
-    if params["state"] != "drained" or params["max_drained"] is None:
-        return "", []
-    everyone = slurm.show_all()
-    elsewhere = sorted(n for n, node in everyone.items() if n not in names and _ours(node, tag))
-    new = [n for n in names if plans[n]["command"] and not _ours(everyone.get(n) or {}, tag)]
-    total = len(elsewhere) + len([n for n in names if _ours(everyone.get(n) or {}, tag)]) + len(new)
-    if not new or total <= params["max_drained"]:
-        return "", elsewhere
-    return ("refused: draining %s would make %d node(s) drained by us, more than node_health_max_drain_nodes "
-            "%d (already drained by us, read under the drain lock: %s) — another run may have drained them "
-            "meanwhile; resume or fix those first; nothing was drained"
-            % (compress_hostlist(new), total, params["max_drained"], ", ".join(elsewhere) or "none")), elsewhere
-
-
 def _run(module):
     params = module.params
     want = params["state"]
@@ -438,53 +335,10 @@ def _run(module):
             plans[name] = dict(plans[name], action="unchanged", command=None,
                                after=summary(current["nodes"][name]), message=refusal)
 
-    failures = []
-    after = {}
+    failures, after = [], {}
     if not module.check_mode:
-        groups = {}
-        for name in names:
-            plan = plans[name]
-            if plan["command"]:
-                groups.setdefault((plan["command"], plan["reason"]), []).append(name)
-        replies = {}
-        for (command, set_reason), members in groups.items():
-            rc, text = slurm.update(members, command, set_reason)
-            for member in members:
-                replies[member] = (rc, text)
-        touched = [name for name in names if plans[name]["command"]]
-        if touched:
-            now = slurm.show(touched)["nodes"]
-            retry = [name for name in touched
-                     if not outcome(now.get(name), want, plans[name]["reason"], tag)[0]]
-            # One node at a time for those a group update did not settle (one bad node can stop a group).
-            for name in retry:
-                rc, text = slurm.update([name], plans[name]["command"], plans[name]["reason"])
-                replies[name] = (rc, text)
-            if retry:
-                now.update(slurm.show(retry)["nodes"])
-            for name in touched:
-                ok, detail = outcome(now.get(name), want, plans[name]["reason"], tag)
-                rc, text = replies[name]
-                after[name] = summary(now.get(name))
-                if not ok:
-                    failures.append("%s: %s (scontrol rc=%d%s)" % (name, detail, rc, ": " + text if text else ""))
-                    plans[name]["action"] = "failed"
-                    plans[name]["message"] = "%s; scontrol rc=%d%s" % (detail, rc, ": " + text if text else "")
-                elif rc != 0:
-                    plans[name]["message"] += "; scontrol answered rc=%d (%s) but the node shows %s" % (
-                        rc, text or "no message", detail)
-
-    results = []
-    # Not "skipped" etc.: Ansible reads a truthy "skipped" in a result as a skipped task.
-    lists = dict(("%s_nodes" % action, []) for action in _ACTIONS)
-    for name in names:
-        plan = plans[name]
-        node_after = after.get(name) if name in after else plan["after"]
-        results.append({"name": name, "action": plan["action"], "before": summary(current["nodes"][name]),
-                        "after": node_after, "message": plan["message"]})
-        if plan["action"] in _ACTIONS:
-            lists["%s_nodes" % plan["action"]].append(name)
-    changed = any(plan["action"] in ("drained", "resumed", "failed") for plan in plans.values())
+        failures, after = apply_plans(slurm, names, plans, want, tag)
+    results, lists, changed = node_results(names, plans, current, after)
     output = dict(changed=changed, nodes=results, reason=reason, refused=bool(refusal), refusal=refusal,
                   ours_elsewhere=elsewhere, **lists)
     if module._diff:

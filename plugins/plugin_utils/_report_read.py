@@ -6,7 +6,9 @@
 need(obj, key, kinds, path) returns obj[key] when it has one of the kinds ('object',
 'number|null', ...) and raises Problem('path: expected ..., got ...') when it does not, or when a
 key the schema requires is missing; an optional key that is absent is None. Nothing is defaulted:
-the report draws what the document holds or says what is wrong with it.
+the report draws what the document holds or says what is wrong with it. A stage's block the document
+does not have is the section's "not_run" or "not_kept" view (_absent), by whether the stage is in
+`stages` (stages_of).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -135,3 +137,17 @@ def metric_of(document, stage, check_name, metric):
         if metric in metrics:
             found[check["node"]] = check_kind(metrics[metric], "number|null", "checks/%d/metrics/%s" % (i, metric))
     return dict((n, v) for n, v in found.items() if v is not None)
+
+
+def stages_of(document):
+    """The stages that reported, in order (`stages`)."""
+    return need_names(document, "stages", "")
+
+
+def _absent(document, stage, block, what):
+    """The view of a block the document does not have: not run, or run and not kept."""
+    if stage in stages_of(document):
+        checks = [c for c in need(document, "checks", "array", "") if isinstance(c, dict) and c.get("stage") == stage]
+        text = "the %s stage ran (%d check(s)) but this results.json has no %s: %s" % (stage, len(checks), block, what)
+        return {"state": "not_kept", "text": text}
+    return {"state": "not_run", "text": "the %s stage did not run in this run" % stage}

@@ -15,8 +15,8 @@ __metaclass__ = type
 import html
 import math
 
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import (
-    MARK_DASHED, MARK_NAMED, MARK_SOLID, is_number)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_fabric import MARK_DASHED, MARK_NAMED, MARK_SOLID
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_read import is_number
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import median_or_none as median
 

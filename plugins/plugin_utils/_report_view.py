@@ -10,7 +10,8 @@ contract (schemas/results.schema.json) that holds it, as the producer wrote it:
 - the verdict, the failed nodes and the cluster's problems from `verdict`, `nodes`, `cluster`
   (never a second fold of the check statuses);
 - the pairwise heatmap from `fabric.matrix`, marks from `fabric.nodes[*].verdict` and
-  `fabric.pinned`; the localisation rounds from `fabric.rounds[*].groups`;
+  `fabric.pinned`; the localisation rounds from `fabric.rounds[*].groups` (those two sections:
+  _report_fabric);
 - the busbw curves from `nccl.curves`; the step times from `workload.ranks`;
 - single-node busbw and baseline changes from the metrics of their judges' checks.
 
@@ -28,17 +29,13 @@ import re
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stats import median_or_none as median
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_fabric import fabric_view, rounds_view
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_read import (
-    CHECK_STATUSES, Problem, check_kind, checks_of, is_number, metric_of, need, need_enum, need_names, need_strings, parse_time, type_name)
+    CHECK_STATUSES, Problem, _absent, check_kind, checks_of, is_number, metric_of, need, need_enum, need_names,
+    need_strings, parse_time, stages_of, type_name)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 NODE_STATUSES = CHECK_STATUSES + ("untested",)
-FABRIC_VERDICTS = ("pinned", "suspect", "cleared", "untested", "error", "intermittent", "leaf")
-GROUP_STATUSES = ("pass", "low", "unstable", "marginal", "timeout", "error", "not_replayable")
-# How the heatmap marks a node, by its fabric verdict: outlined solid, outlined dashed, named only.
-MARK_SOLID, MARK_DASHED, MARK_NAMED = "solid", "dashed", "named"
-_MARKS = {"pinned": MARK_SOLID, "leaf": MARK_SOLID, "suspect": MARK_DASHED, "intermittent": MARK_DASHED, "error": MARK_NAMED}
 _QUANTILE_KEY = re.compile(r"^([a-z][a-z0-9_]*?)_p(\d{1,3}(?:\.\d+)?)(?:_(ms|s|us))?$")
 _TO_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 _PHASE_ORDER = {"compute": 0, "sync": 1, "step": 2}
@@ -49,20 +46,6 @@ def _section(builder, *args):
         return builder(*args)
     except Problem as exc:
         return {"state": "error", "problems": [str(exc)]}
-
-
-def stages_of(document):
-    """The stages that reported, in order (`stages`)."""
-    return need_names(document, "stages", "")
-
-
-def _absent(document, stage, block, what):
-    """The view of a block the document does not have: not run, or run and not kept."""
-    if stage in stages_of(document):
-        checks = [c for c in need(document, "checks", "array", "") if isinstance(c, dict) and c.get("stage") == stage]
-        text = "the %s stage ran (%d check(s)) but this results.json has no %s: %s" % (stage, len(checks), block, what)
-        return {"state": "not_kept", "text": text}
-    return {"state": "not_run", "text": "the %s stage did not run in this run" % stage}
 
 
 # ------------------------------------------------------------------------------------ header
@@ -174,130 +157,6 @@ def nodes_view(document, fabric=None, workload=None):
     return {"state": "ok" if rows else "not_run", "text": None if rows else "no node was targeted", "rows": rows,
             "stages": order, "cluster": cluster, "has_busbw": bool(busbw),
             "has_fabric": fabric_nodes is not None, "has_steps": bool(steps), "has_baseline": bool(baseline)}
-
-
-# ------------------------------------------------------------------------------------ fabric
-
-def fabric_view(document):
-    """The fabric block: node verdicts and marks, the pair matrix made symmetric, the reference."""
-    if "fabric" not in document:
-        return _absent(document, "fabric", "fabric block", "nothing to draw")
-    fabric = need(document, "fabric", "object", "")
-    path = "fabric"
-    view = {"state": "ok", "status": need_enum(fabric, "status", CHECK_STATUSES, path), "problems": [],
-            "mode": need(fabric, "mode", "string|null", path, required=False),
-            "floor": need(fabric, "floor", "number|null", path, required=False),
-            "warnings": need_strings(fabric, "warnings", path, required=False) or []}
-    error = need(fabric, "error", "object|null", path, required=False)
-    if error is not None:
-        error = {"component": need(error, "component", "string", "fabric/error"),
-                 "message": need(error, "message", "string", "fabric/error")}
-    view["error"] = error
-    preflight = need(fabric, "preflight", "object|null", path, required=False)
-    view["preflight"] = None if preflight is None else {
-        "status": need_enum(preflight, "status", CHECK_STATUSES, "fabric/preflight"),
-        "message": need(preflight, "message", "string", "fabric/preflight")}
-    nodes = {}
-    for node, entry in need(fabric, "nodes", "object", path).items():
-        where = "fabric/nodes/%s" % node
-        nodes[node] = {"verdict": need_enum(entry if isinstance(entry, dict) else None, "verdict", FABRIC_VERDICTS, where),
-                       "leaf": need(entry, "leaf", "string|null", where, required=False),
-                       "evidence": need_strings(entry, "evidence", where, required=False) or []}
-    view["nodes"] = nodes
-    pairs = {}
-    for first, row in need(fabric, "matrix", "object", path).items():
-        check_kind(row, "object", "fabric/matrix/%s" % first)
-        for second, value in row.items():
-            check_kind(value, "number|null", "fabric/matrix/%s/%s" % (first, second))
-            key = tuple(sorted((first, second)))
-            if first != second and (key not in pairs or pairs[key] is None):
-                pairs[key] = value
-    names = set(nodes) | set(n for key in pairs for n in key)
-    view["names"] = sorted(names, key=lambda n: (natural_key((nodes.get(n) or {}).get("leaf") or ""), natural_key(n)))
-    view["leaf"] = dict((n, (nodes.get(n) or {}).get("leaf") or "") for n in names)
-    view["pairs"] = pairs
-    values = [v for v in pairs.values() if is_number(v)]
-    reference = need(fabric, "reference", "number|null", path, required=False)
-    if reference is not None and reference > 0:
-        view["reference"], view["reference_source"] = reference, "the healthy level the judge used"
-    elif values:
-        view["reference"], view["reference_source"] = median(values), "the median of the pairs"
-    else:
-        view["reference"], view["reference_source"] = None, None
-    marks = dict((n, _MARKS[e["verdict"]]) for n, e in nodes.items() if e["verdict"] in _MARKS)
-    pinned = need(fabric, "pinned", "object", path, required=False)
-    if pinned is not None:
-        listed = need_names(pinned, "nodes", "fabric/pinned")
-        for node in listed:
-            verdict = (nodes.get(node) or {}).get("verdict")
-            if verdict != "pinned":
-                view["problems"].append("fabric/pinned/nodes names %s, whose fabric/nodes verdict is %s"
-                                        % (node, verdict or "missing"))
-            marks[node] = MARK_SOLID
-        for node, entry in nodes.items():
-            if entry["verdict"] == "pinned" and node not in listed:
-                view["problems"].append("fabric/nodes/%s is pinned but fabric/pinned/nodes does not list it" % node)
-    view["marks"] = marks
-    view["pinned"] = sorted((n for n, m in marks.items() if m == MARK_SOLID), key=natural_key)
-    view["per_node"] = dict((n, median([v for key, v in pairs.items() if n in key])) for n in names)
-    view["per_node"] = dict((n, v) for n, v in view["per_node"].items() if v is not None)
-    counts = {}
-    for entry in nodes.values():
-        counts[entry["verdict"]] = counts.get(entry["verdict"], 0) + 1
-    view["verdict_counts"] = counts
-    uplinks = {}
-    for leaf, entry in (need(fabric, "uplinks", "object", path, required=False) or {}).items():
-        where = "fabric/uplinks/%s" % leaf
-        uplinks[leaf] = {"verdict": need_enum(entry if isinstance(entry, dict) else None, "verdict", FABRIC_VERDICTS, where),
-                         "evidence": need_strings(entry, "evidence", where, required=False) or []}
-    view["uplinks"] = uplinks
-    full = need(fabric, "full_allocation", "object|null", path, required=False)
-    if full is not None:
-        full = {"busbw": need(full, "busbw", "number|null", "fabric/full_allocation", required=False),
-                "nodes": need(full, "nodes", "integer", "fabric/full_allocation", required=False),
-                "status": need(full, "status", "string", "fabric/full_allocation", required=False)}
-    view["full_allocation"] = full
-    view["cluster_checks"] = [{"check": c.get("check"), "status": c["status"], "message": c.get("message", "")}
-                              for c in checks_of(document) if c["stage"] == "fabric" and c["node"] is None]
-    return view
-
-
-def rounds_view(document):
-    """fabric.rounds: every group of every round with its nodes, busbw, status and raw output."""
-    if "fabric" not in document:
-        return _absent(document, "fabric", "fabric block", "no localisation round to draw")
-    fabric = need(document, "fabric", "object", "")
-    raw = need(document, "raw", "object", "")
-    stage_raw = raw.get("_fabric") if isinstance(raw.get("_fabric"), dict) else {}
-    rounds = []
-    for i, entry in enumerate(need(fabric, "rounds", "array", "fabric")):
-        path = "fabric/rounds/%d" % i
-        groups = []
-        for j, group in enumerate(need(entry, "groups", "array", path)):
-            where = "%s/groups/%d" % (path, j)
-            key = need(group if isinstance(group, dict) else None, "raw", "string|null", where, required=False)
-            raw_path = _results.raw_path("_fabric", key, stage_raw.get(key)) if key in stage_raw else None
-            groups.append({"nodes": need_names(group, "nodes", where), "status": need_enum(group, "status", GROUP_STATUSES, where),
-                           "busbw": need(group, "busbw", "number|null", where, required=False),
-                           "note": need(group, "note", "string", where, required=False) or "",
-                           "raw": raw_path if isinstance(raw_path, str) else None})
-        rounds.append({"round": need(entry, "round", "integer", path), "groups": groups})
-    view = {"state": "ok", "rounds": rounds, "groups": sum(len(r["groups"]) for r in rounds),
-            "status": need_enum(fabric, "status", CHECK_STATUSES, "fabric")}
-    counts = {}
-    for entry in rounds:
-        for group in entry["groups"]:
-            counts[group["status"]] = counts.get(group["status"], 0) + 1
-    view["status_counts"] = counts
-    if not rounds:
-        error = need(fabric, "error", "object|null", "fabric", required=False)
-        why = [c.get("message", "") for c in checks_of(document) if c["stage"] == "fabric" and c["node"] is None
-               and c["status"] != "pass"]
-        view["state"] = "empty"
-        view["text"] = "no localisation round ran%s" % (
-            ": " + error["message"] if isinstance(error, dict) and error.get("message")
-            else (": " + "; ".join(why)) if why else "")
-    return view
 
 
 # ------------------------------------------------------------------------------------ curves

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric_preflight as pre
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric import judge_run
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_judge import judge_run
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import Runner
 from conftest import FIXTURES
 

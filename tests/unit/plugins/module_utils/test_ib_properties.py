@@ -11,10 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import (
-    counter_deltas,
-    parse_ib_counters,
-)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters_deltas import counter_deltas
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibnetdiscover import parse_ibnetdiscover
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._perftest import parse_perftest

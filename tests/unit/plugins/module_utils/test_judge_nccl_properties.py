@@ -11,7 +11,9 @@ from hypothesis import given, strategies as st
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     worst_status)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl import (
-    judge_nccl_pair, judge_nccl_single_node, plausibility_errors)
+    judge_nccl_pair, judge_nccl_single_node)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl_plausibility import (
+    plausibility_errors)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
     parse_nccl_tests)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import (

@@ -1,4 +1,4 @@
-"""_manifest on real trees (tmp_path): create, resume after an interruption, shards, verify, progress."""
+"""_manifest on real trees (tmp_path): create, resume after an interruption, load; the manifest index."""
 import json
 import os
 
@@ -7,7 +7,8 @@ from hypothesis import given, strategies as st
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _manifest
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._manifest import (
-    INDEX, JOURNAL, ManifestError, create_manifest, is_partial, load_manifest, progress, shard_entries, verify)
+    INDEX, JOURNAL, ManifestError, create_manifest, is_partial, load_manifest)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._manifest_verify import verify
 
 
 def tree(root, sizes=(10, 2000, 300, 0, 70000, 5)):
@@ -77,56 +78,6 @@ def test_files_being_written_are_left_out_and_named(tmp_path):
     assert is_partial("a/b.part") and is_partial(".x.bin.q1W2e3") and not is_partial("x.bin") and not is_partial(".bashrc")
 
 
-def test_shards_cover_every_file_once_and_balance_bytes(tmp_path):
-    entries = [{"path": "f%03d" % i, "size": (i * 7919) % 1000 + 1, "digest": "x"} for i in range(300)]
-    shards = [shard_entries(entries, s, 4) for s in range(4)]
-    names = [e["path"] for part in shards for e in part]
-    assert sorted(names) == sorted(e["path"] for e in entries)
-    loads = [sum(e["size"] for e in part) for part in shards]
-    assert max(loads) - min(loads) <= 1000
-    assert shard_entries(entries, 2, 4) == shards[2]  # every node computes the same split
-
-
-def test_sharded_verification_equals_a_single_one(tmp_path):
-    src = tree(tmp_path / "src", sizes=tuple(range(1, 40)))
-    create_manifest(str(src), str(tmp_path / "m"))
-    manifest = load_manifest(str(tmp_path / "m"))
-    (src / "d0" / "f0.bin").unlink()
-    (src / "d1" / "f1.bin").write_bytes(b"")
-    (src / "extra.txt").write_text("hi")
-    one = verify(str(src), manifest)
-    parts = [verify(str(src), manifest, shard=s, shards=3) for s in range(3)]
-    for key in ("missing", "extra"):
-        assert sorted(x for p in parts for x in p[key]) == one[key]
-    assert sorted(x["path"] for p in parts for x in p["size_mismatch"]) == [x["path"] for x in one["size_mismatch"]]
-    assert sum(p["checked"] for p in parts) == one["checked"] == 39
-    with pytest.raises(ManifestError):
-        verify(str(src), manifest, shard=3, shards=3)
-
-
-def test_cache_rehashes_only_changed_files(tmp_path):
-    src = tree(tmp_path / "src")
-    create_manifest(str(src), str(tmp_path / "m"))
-    manifest = load_manifest(str(tmp_path / "m"))
-    cache = str(tmp_path / "c" / "cache.jsonl")
-    first = verify(str(src), manifest, cache_path=cache)
-    second = verify(str(src), manifest, cache_path=cache)
-    assert (first["rehashed"], second["rehashed"], second["reused"]) == (6, 0, 6)
-    path = src / "d1" / "f1.bin"
-    data = bytearray(path.read_bytes())
-    data[0] ^= 1
-    path.write_bytes(bytes(data))
-    third = verify(str(src), manifest, cache_path=cache)
-    assert third["rehashed"] == 1 and [m["path"] for m in third["checksum_mismatch"]] == ["d1/f1.bin"]
-    # A known mismatch stays one without rehashing
-    fourth = verify(str(src), manifest, cache_path=cache)
-    assert fourth["rehashed"] == 0 and [m["path"] for m in fourth["checksum_mismatch"]] == ["d1/f1.bin"]
-    # check mode writes no cache
-    os.remove(cache)
-    verify(str(src), manifest, cache_path=cache, check_mode=True)
-    assert not os.path.exists(cache)
-
-
 def test_a_bag_without_the_index_is_read_with_sizes_unknown(tmp_path):
     src = tree(tmp_path / "src")
     create_manifest(str(src), str(tmp_path / "m"))
@@ -147,25 +98,6 @@ def test_cut_index_and_no_manifest_are_errors(tmp_path):
         load_manifest(str(tmp_path / "nothing"))
     with pytest.raises(ManifestError, match="unknown algorithm"):
         create_manifest(str(src), str(tmp_path / "m3"), algorithm="crc7")
-
-
-def test_progress_rate_eta_and_cost_from_observations(tmp_path):
-    src = tree(tmp_path / "src", sizes=(1000, 1000, 1000, 1000))
-    create_manifest(str(src), str(tmp_path / "m"))
-    manifest = load_manifest(str(tmp_path / "m"))
-    dst = tmp_path / "dst" / "d0"
-    dst.mkdir(parents=True)
-    state = str(tmp_path / "progress.jsonl")
-    (dst / "f0.bin").write_bytes((src / "d0" / "f0.bin").read_bytes())
-    first = progress(str(tmp_path / "dst"), manifest, state, window_s=600, price_per_gb=100.0, now=1000.0)
-    assert (first["files_complete"], first["bytes_arrived"], first["rate_bytes_per_s"], first["eta_s"]) == (1, 1000, None, None)
-    (dst / "f2.bin").write_bytes(b"z" * 500)  # half written
-    second = progress(str(tmp_path / "dst"), manifest, state, window_s=600, price_per_gb=100.0, now=1010.0)
-    assert second["bytes_arrived"] == 1500 and second["rate_bytes_per_s"] == 50.0
-    assert second["eta_s"] == 2500 / 50.0 and second["remaining_cost"] == round(2500 / 1e9 * 100.0, 2)
-    # outside the window the old observation no longer counts
-    third = progress(str(tmp_path / "dst"), manifest, state, window_s=5, now=1100.0)
-    assert third["rate_bytes_per_s"] is None
 
 
 def test_names_with_newline_backslash_or_cr_are_escaped_the_way_sha256sum_checks_them(tmp_path):
@@ -237,12 +169,6 @@ def test_a_bag_manifest_with_a_duplicate_path_is_refused(tmp_path):
     (tmp_path / "manifest-sha256.txt").write_text("%s  data/a\n%s  data/a\n" % ("ab" * 32, "cd" * 32))
     with pytest.raises(_manifest.ManifestError, match="manifest-sha256.txt line 2: 'a' is listed again"):
         _manifest.load_manifest(str(tmp_path))
-
-
-def test_a_root_that_does_not_exist_never_verifies(tmp_path):
-    empty = _manifest.load_manifest(_index(tmp_path, []))
-    with pytest.raises(_manifest.ManifestError, match="is not a directory: nothing to verify"):
-        _manifest.verify(str(tmp_path / "nowhere"), empty)
 
 
 FIELD_VALUES = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=6), st.just("ab" * 32),

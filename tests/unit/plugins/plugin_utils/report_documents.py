@@ -1,7 +1,7 @@
 """results.json documents for the report tests: the real demo run, and small ones built by the producer's own builder.
 
 Every small document is made with _results.build_document from hand-made checks and stage
-documents shaped as the stages write them (plugins/module_utils/_fabric.py _document, the workload
+documents shaped as the stages write them (plugins/module_utils/_fabric_document.py _document, the workload
 and single-node judges' checks), and validated against the schema before a test sees it.
 """
 import copy
@@ -47,7 +47,7 @@ def fabric_group(nodes, status, busbw=None, round_number=1, note=""):
 
 
 def fabric_block(status, nodes, rounds, matrix=None, error=None, pinned=(), replayed=False):
-    """A fabric block as _fabric._document writes it."""
+    """A fabric block as _fabric_document._document writes it."""
     return {"status": status, "error": error, "mode": "adaptive", "floor": 300.0, "reference": None,
             "nodes": dict((n, {"verdict": v, "leaf": "leaf01" if i % 2 == 0 else "leaf02", "evidence": ["%s: %s" % (n, v)]})
                           for i, (n, v) in enumerate(sorted(nodes.items()))),
