@@ -225,7 +225,9 @@ class CallbackModule(CallbackBase):
         if node and node not in self._seen and node != "localhost":
             self._seen.append(node)
 
-    def _add_stage_result(self, host, stage_result):
+    def _add_stage_result(self, host, stage_result, outputs=None):
+        """outputs: {tool: text} returned beside a node's fact (_run_state.without_outputs)."""
+        outputs = outputs if isinstance(outputs, dict) else {}
         results = stage_result if isinstance(stage_result, list) else [stage_result]
         for item in results:
             if not isinstance(item, dict):
@@ -243,8 +245,9 @@ class CallbackModule(CallbackBase):
                 owner = node
                 self._note_node(node)
                 self._stage_nodes.setdefault(stage, set()).add(node)
-            if item.get("raw"):
-                self._write_raw(owner, item["raw"])
+            if isinstance(item.get("raw"), dict) and item["raw"]:
+                self._write_raw(owner, dict((tool, dict(record, output=outputs[tool]) if tool in outputs and isinstance(
+                    record, dict) else record) for tool, record in item["raw"].items()))
             for check in item.get("checks") or []:
                 if not isinstance(check, dict):
                     continue
@@ -290,13 +293,13 @@ class CallbackModule(CallbackBase):
                 if isinstance(value, dict) and value.get("last"):
                     if self._check_mode and not self._run_dir:  # measured in check mode after all
                         self._ensure_run_dir(self._check_run_id)
-                    self._add_stage_result(host, value["last"])  # a per-node stage
+                    self._add_stage_result(host, value["last"], result._result.get("raw_outputs"))  # a per-node stage
                     if isinstance(value["last"], dict):
                         self._display.display(node_line(value["last"].get("node") or host, value["last"]))
             elif name == "collect_node_states" and isinstance(value, dict):
                 # A stage run once for the play (srun transport): every node's state at once, of
                 # which the nodes it judged are news (the others were left out of this stage).
-                judged = result._result.get("judged")
+                judged, outputs = result._result.get("judged"), result._result.get("raw_outputs")
                 for node in sorted(value):
                     if isinstance(judged, list) and node not in judged:
                         continue
@@ -304,7 +307,7 @@ class CallbackModule(CallbackBase):
                     if isinstance(state, dict) and isinstance(state.get("last"), dict):
                         if self._check_mode and not self._run_dir:
                             self._ensure_run_dir(self._check_run_id)
-                        self._add_stage_result(node, state["last"])
+                        self._add_stage_result(node, state["last"], (outputs or {}).get(node) if isinstance(outputs, dict) else None)
                         self._display.display(node_line(state["last"].get("node") or node, state["last"]))
             elif _is_stage_result(value) and not (self._check_mode and not self._run_dir):
                 self._add_stage_result(host, value)  # fabric, workload, cluster-wide checks

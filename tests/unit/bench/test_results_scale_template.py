@@ -18,6 +18,10 @@ def test_a_template_without_raw_paths_is_read_from_the_conventional_places(tmp_p
     (tmp_path / "raw" / "gpu001" / "ibstat.txt").write_text("CA 'mlx5_0'\n")
     (tmp_path / "raw" / "gpu002" / "ibstat.txt").write_text("CA 'mlx5_1'\n")
     (tmp_path / "raw" / "_fabric" / "r1-g1.txt").write_text("# srun ...\n#  size  count\n")
+    # the launcher preflight's outputs, answered by the bench's fake srun as the template's srun did
+    (tmp_path / "raw" / "_fabric" / "preflight-mpi-list.txt").write_text("$ srun --mpi=list\nMPI plugin types are...\n")
+    (tmp_path / "raw" / "_fabric" / "preflight-2-ranks.txt").write_text(
+        "$ srun --nodelist=gpu001,gpu002 -N2 all_reduce_perf -b 8 -e 8 -f 2 -n 1 -w 0 -c 1 -g 1\n# nccl-tests\n")
     document = {
         "raw": {"gpu001": {"ibstat": {"seconds": 0.1}},
                 "gpu002": {"ibstat": {"seconds": 0.1, "rc": 1}},
@@ -30,4 +34,6 @@ def test_a_template_without_raw_paths_is_read_from_the_conventional_places(tmp_p
     assert nodes["gpu001"]["ibstat"]["output"] == "CA 'mlx5_0'\n"
     assert nodes["gpu002"]["ibstat"]["output"] == "CA 'mlx5_1'\n" and nodes["gpu002"]["ibstat"]["rc"] == 1
     assert (good, bad) == (["gpu001"], ["gpu002"])
-    assert pair_text == "#  size  count\n"
+    assert pair_text["pair"] == "#  size  count\n"
+    assert pair_text["mpi-list"] == "MPI plugin types are...\n" and pair_text["launch"] == "# nccl-tests\n"
+    assert pair_text["launch-nodes"] == ["gpu001", "gpu002"] and pair_text["launch-args"][:2] == ["-b", "8"]
