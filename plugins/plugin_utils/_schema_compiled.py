@@ -69,7 +69,10 @@ class _Compiler(object):
             for part in pointer[2:].split("/"):
                 target = target[part.replace("~1", "/").replace("~0", "~")]
             holder = []
-            self.refs[pointer] = lambda value: holder[0](value)  # recursion: filled in below
+
+            def late(value):  # a schema may refer to itself: bound once compiled, below
+                return holder[0](value)
+            self.refs[pointer] = late
             holder.append(self.compile(target))
         return self.refs[pointer]
 
