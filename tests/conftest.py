@@ -43,6 +43,31 @@ settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+# make test runs the integration tests on two pytest-xdist workers (--dist loadgroup): about half
+# of a test's time is spent waiting (Slurm, timeouts, tools that take their time), not computing.
+# Clusters side by side are safe by design (one start or stop at a time, each cluster its own
+# ports and loopback addresses, sim/). Tests that share something else stay on one worker:
+XDIST_GROUPS = (
+    ("tests/integration/provision/", "host-apt"),  # this host's apt sources, pins and packages
+    # the session's 16-node fault-matrix run (fault_matrix_local), judged and compared by these
+    ("tests/integration/acceptance/test_faults.py", "fault-matrix"),
+    ("tests/integration/acceptance/test_ssh_transport.py", "fault-matrix"),
+    ("tests/integration/acceptance/test_srun_transport.py", "fault-matrix"),
+    # the session's make demo run (demo_run), replayed by one and looked at in Chromium by the other
+    ("tests/integration/acceptance/test_demo_replay.py", "demo"),
+    ("tests/integration/report/test_report_in_chromium.py", "demo"),
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
+    for item in items:
+        path = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
+        for prefix, group in XDIST_GROUPS:
+            if path.startswith(prefix):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
 def _integration_problems():
     problems = []
     if os.geteuid() != 0:

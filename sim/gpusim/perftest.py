@@ -9,7 +9,7 @@ server listens yet. Both then print the same result, computed from the two HCAs:
 rate of the two ports, times an efficiency rising with the message size, times the ``nic_slow``
 factors of both NICs, times the GPUDirect factor (``--use_cuda=N``: the GPU's PCIe relation to the
 NIC, PIX 1.0, NODE 0.75, SYS 0.5), with a seeded +-0.4 % noise. The names of the simulated nodes
-resolve to 127.0.0.1 (every simulated slurmd listens there); a server waits until it is killed.
+resolve to the node's own loopback address (node_address); a server waits until it is killed.
 
 Layout (perftest 23.x as MLNX_OFED ships it; perftest_parameters.h RESULT_LINE, RESULT_FMT_G,
 REPORT_FMT, BASIC_ADDR_FMT and RDMA_FMT; the IB header of linux-rdma/perftest#132, the CUDA lines
@@ -199,10 +199,26 @@ def _rows(local, remote, opts, seed, key):
     return "\n".join(out) + "\n"
 
 
-def resolve(spec, host):
-    """The address a client connects to: a simulated node's name is 127.0.0.1."""
-    if spec.has_node(host):
+def node_address(spec, node_name):
+    """The loopback address a simulated node's perftest server listens on and its clients reach.
+
+    In a cluster's run, the node's address in the cluster's own block of 127.0.0.0/8 (the one its
+    sshd listens on, sim/sshnodes.py): the RDMA stages of clusters running side by side (parallel
+    tests) use the same ports (check_rdma_base_port + i) without meeting. 127.0.0.1 outside a run
+    and for clusters larger than a block."""
+    run_dir = os.environ.get("GPUCLUSTER_SIM_RUN")
+    if not run_dir:
         return "127.0.0.1"
+    import sshnodes  # sim/, on sys.path for gpusim (sim/bin/gpusim); pylint: disable=import-outside-toplevel
+    if len(spec.nodes) > sshnodes.BLOCK_SIZE - 2:
+        return "127.0.0.1"
+    return sshnodes.addresses(run_dir, spec.nodes)[node_name]
+
+
+def resolve(spec, host):
+    """The address a client connects to: a simulated node's own (node_address)."""
+    if spec.has_node(host):
+        return node_address(spec, host)
     return socket.gethostbyname(host)
 
 
@@ -273,7 +289,7 @@ def _serve(node, tool, opts, port, me, gpu, size, prologue, title, spec, out):  
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        listener.bind(("127.0.0.1", port))
+        listener.bind((node_address(spec, node.name), port))
         listener.listen(1)
     except OSError:
         _write(out, prologue + BANNER)
