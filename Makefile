@@ -50,15 +50,14 @@ docs-check: setup
 # (pytest-xdist). The integration tests run on INTEGRATION_WORKERS processes too: half of their
 # time is waiting on Slurm, timeouts and tools; each worker shares simulated clusters through its
 # pool (tests/integration/cluster_pool.py), and tests that share host state stay on one worker
-# (tests/conftest.py, XDIST_GROUPS; --dist loadgroup).
+# (tests/conftest.py, XDIST_GROUPS).
 # A short basetemp: slurmd's socket paths under each test's run directory must stay < 108 bytes.
 # --durations: the slowest tests and fixtures of every run, for the suite's time budget.
 UNIT_WORKERS ?= 2
 INTEGRATION_WORKERS ?= 2
 pytest: setup
 	$(BIN)/python -m pytest tests/unit -n $(UNIT_WORKERS) --durations=10 --basetemp=$(or $(TMPDIR),/tmp)/gcat-unit
-	$(BIN)/python -m pytest tests/integration -n $(INTEGRATION_WORKERS) --dist loadgroup --durations=40 \
-		--basetemp=$(or $(TMPDIR),/tmp)/gcat
+	$(BIN)/python -m pytest tests/integration -n $(INTEGRATION_WORKERS) --durations=40 --basetemp=$(or $(TMPDIR),/tmp)/gcat
 
 demo: setup
 	tools/demo.sh

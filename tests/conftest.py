@@ -43,7 +43,7 @@ settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
-# make test runs the integration tests on two pytest-xdist workers (--dist loadgroup): about half
+# make test runs the integration tests on two pytest-xdist workers: about half
 # of a test's time is spent waiting (Slurm, timeouts, tools that take their time), not computing.
 # Clusters side by side are safe by design (one start or stop at a time, each cluster its own
 # ports and loopback addresses, sim/). Tests that share something else stay on one worker:
@@ -59,13 +59,21 @@ XDIST_GROUPS = (
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
-    for item in items:
-        path = Path(str(item.fspath)).resolve().relative_to(REPO).as_posix()
-        for prefix, group in XDIST_GROUPS:
-            if path.startswith(prefix):
-                item.add_marker(pytest.mark.xdist_group(group))
+def xdist_group_of(nodeid):
+    """The group a test runs in: the first of XDIST_GROUPS its path starts with, else its own."""
+    return next((group for prefix, group in XDIST_GROUPS if nodeid.startswith(prefix)), nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's load scheduling, a group of tests being one unit given to one worker. (Its own
+    --dist loadgroup marks tests by changing their node id, which pytest 9 no longer reads.)"""
+    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return xdist_group_of(nodeid)
+    return GroupScheduling(config, log)
 
 
 def _integration_problems():

@@ -16,17 +16,21 @@ def fabric_checks(run, status=("fail", "error")):
     return [c for c in run.results["checks"] if c["stage"] == "fabric" and c["status"] in status]
 
 
-def _step_running(tool, argument="8M"):
-    """A process of a running Slurm step (its parent is slurmstepd) whose command names the tool
-    and the argument (8M: a bandwidth run, not the launcher preflight's 8-byte one)."""
+def _step_running(run_dir, tool, argument="8M"):
+    """A process of a running Slurm step of this cluster (its parent is slurmstepd, its environment
+    names the cluster's run directory: another test's cluster may run the same tool at the same
+    time) whose command names the tool and the argument (8M: a bandwidth run, not the launcher
+    preflight's 8-byte one)."""
+    marker = b"\0GPUCLUSTER_SIM_RUN=%s\0" % str(run_dir).encode()
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = open("/proc/%s/cmdline" % pid, "rb").read().decode(errors="replace")
+            environ = b"\0" + open("/proc/%s/environ" % pid, "rb").read()
             ppid = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[1]
             parent = open("/proc/%s/comm" % ppid).read().strip()
         except OSError:
             continue
-        if tool in argv and argument in argv and parent == "slurmstepd":
+        if tool in argv and argument in argv and parent == "slurmstepd" and marker in environ:
             return pid
     return None
 
@@ -38,7 +42,7 @@ def test_slurmctld_killed_mid_fabric_is_a_scheduler_error_and_blames_no_node(tmp
     with SimRun(data, tmp_path) as sim:
         proc = playbook_started(sim.inventory, sim.artifacts, "--tags", "fabric")
         try:
-            wait_for(lambda: _step_running("all_reduce_perf"), 240, "the full-allocation step running")
+            wait_for(lambda: _step_running(sim.run_dir, "all_reduce_perf"), 240, "the full-allocation step running")
             pid = int((sim.run_dir / "pid" / "slurmctld.pid").read_text())
             os.kill(pid, signal.SIGKILL)
             out, err = proc.communicate(timeout=600)
