@@ -250,6 +250,8 @@ def bench_one(count, template, profile):
     log = workload_log(tpl_lines, names)
     start = time.perf_counter()
     parsed = _workload.parse_workload_log(log)
+    if any("not parsed" in e for e in parsed.get("errors") or []):  # a bench of a refused log measures nothing
+        raise SystemExit("the bench's workload log was not parsed: %s" % parsed["errors"][0])
     judged = _workload.judge_workload(parsed, count * RANKS_PER_NODE,
                                       {"nodes": names, "ranks_per_node": RANKS_PER_NODE, "rc": 0})
     for check in judged:

@@ -251,7 +251,10 @@ def _gpu_sample(fields, lineno, result):
     result["gpu_samples"].append(sample)
 
 
-@capped(32)
+# The whole job's log: a 4,096-node run of the reference workload (8 ranks a node, 30 steps, a GPU
+# sample line per GPU and second) prints about 170 MB; the 32 MB cap this had refused every run
+# past ~800 nodes (bench/results_scale.py at 1,024 nodes found it).
+@capped(256)
 def parse_workload_log(text, regex=None):
     """Per-rank step timings (ms) and GPU samples from a training log.
 
