@@ -55,7 +55,7 @@ CLUSTER_TOOLS = ("workload",)
 # The per-node stages and their tools (plugins/module_utils/_stages.py's STAGES), for the barrier path.
 STAGE_TOOLS = {"preflight": ("tools", "nvidia-smi-versions", "nvidia-smi-list", "dcgmi-version", "ibstat-versions"),
                "topology": ("nvidia-smi-topo",),
-               "gpu_health": ("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window"),
+               "gpu_health": ("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window", "nvlink-status"),
                "dcgm": ("dcgmi-diag",), "sdc": ("sdc-probe",),
                "infiniband": ("ib-counters-before", "ibstat", "ib-counters-after"),
                "nccl_single_node": ("all_reduce_perf",)}

@@ -37,6 +37,10 @@ Checks (component = "GPU<index>" for per-GPU findings):
 - gpu.xid             Xid events in the window by the profile's severity lists; older ones warn
 - gpu.lost            a GPU has fallen off the bus
 - gpu.driver          driver version on the profile's driver_branch
+- gpu.fabric          NVLink fabric registration per GPU (State, Status; on rack-scale profiles the
+                      clique, the cluster and the fabric Health block), _nvlink_fabric
+- gpu.nvlink_links    every NVLink of every GPU up at the profile's rate (nvidia-smi nvlink -s),
+                      _nvlink_status
 - gpu.pcie_link       PCIe link width and generation vs pcie.gpu_width / pcie.gpu_gen (default: the
                       GPU's own maximum); the generation only in P0, as idle GPUs clock the link down
 
@@ -75,6 +79,9 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_h
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_xid import XID_NAMES, _judge_xid, _window_of
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
     normalize_bus_id, parse_nvidia_smi_csv, parse_nvidia_smi_q)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_fabric import domain_of, judge_fabric, parse_fabric_blocks
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_status import (
+    TOOL as STAGE_NVLINK, judge_nvlink_status, parse_nvlink_status)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import fold_passes, judge_link
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_log import parse_xid_log
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._xid_window import parse_node_clock, parse_xid_window
@@ -130,6 +137,7 @@ def judge_gpu_health(smi_q, smi_csv, xid, profile, window=None, clock=None):
         results.extend(_judge_temperature(views, profile))
         results.extend(_judge_driver(smi_q if q_ok else None, smi_csv if csv_ok else None, profile))
         results.extend(_judge_pcie(views, profile))
+        results.extend(judge_fabric(views, profile))
     results.extend(_judge_xid(xid, views, profile, window, clock))
     return results
 
@@ -317,6 +325,11 @@ def judge_gpu_health_stage(outputs, profile, options):
     clock = parsed(STAGE_CLOCK, parse_node_clock)
     window = parsed(STAGE_WINDOW, parse_xid_window)
     checks = judge_gpu_health(smi_q, smi_csv, xid, profile, window=window, clock=clock)
+    checks.extend(_fabric_excerpt(outputs.get(STAGE_Q), smi_q, profile))
+    checks.extend(judge_nvlink_status(parsed(STAGE_NVLINK, parse_nvlink_status), profile))
+    if STAGE_NVLINK in outputs and outputs[STAGE_NVLINK] is None:
+        checks.append(check_result("gpu.nvlink_links", SKIP, "%s: no output to read (not captured, or the tool "
+                                   "failed): the NVLinks' state was not judged" % STAGE_NVLINK, tool=STAGE_NVLINK))
     if clock is not None and clock.get("errors"):
         checks.append(check_result("gpu.xid", ERROR, "node clock: %s" % "; ".join(clock["errors"]), {},
                                    evidence=clock.get("lines"), tool=STAGE_CLOCK))
@@ -324,6 +337,9 @@ def judge_gpu_health_stage(outputs, profile, options):
         checks.append(check_result("gpu.xid", SKIP, "%s was not captured: Xid events were judged in the "
                                    "whole log" % STAGE_WINDOW, tool=STAGE_WINDOW))
     metrics = {}
+    domain = _nvlink_domain(smi_q)
+    if domain:
+        metrics["nvlink_domain"] = domain
     identity = gpu_identity_of(smi_q, smi_csv)
     if identity:
         metrics["gpu_identity"] = identity
@@ -341,3 +357,20 @@ def judge_gpu_health_stage(outputs, profile, options):
         if history:
             metrics["xid_history"] = history[0]["metrics"]["history"]
     return checks, metrics
+
+
+def _fabric_excerpt(text, smi_q, profile):
+    """gpu.fabric from a -q excerpt with Fabric sections and no GPU headers (``grep -A``)."""
+    if text is None or _usable(smi_q):
+        return []
+    views = [{"name": "Fabric section %d" % n, "label": "fabric section %d" % n, "fabric": block, "ev": {}, "tool": STAGE_Q}
+             for n, block in enumerate(parse_fabric_blocks(text), 1)]
+    return judge_fabric(views, profile)
+
+
+def _nvlink_domain(smi_q):
+    """'<ClusterUUID>.<CliqueId>' when every GPU of the node shows the same one, else None."""
+    if not _usable(smi_q):
+        return None
+    domains = set(domain_of(gpu.get("fabric")) for gpu in smi_q["gpus"])
+    return domains.pop() if len(domains) == 1 else None

@@ -20,6 +20,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     profile_get,
 )
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import normalize_bus_id
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_fabric import fabric_of_csv
 
 
 TOOL_Q = "nvidia-smi -q"
@@ -170,6 +171,7 @@ def _q_view(position, gpu):
         "drain_and_reset": gpu.get("drain_and_reset_recommended"),
         "pcie": dict(gpu.get("pcie") or {}),
         "pstate": gpu.get("performance_state"),
+        "fabric": gpu.get("fabric"),
         "invalid": dict(gpu.get("invalid") or {}),
         "ev": ev,
         "tool": STAGE_Q,
@@ -204,6 +206,11 @@ def _csv_fill(view, row, row_ev, invalid):
             area = areas.get(key)
             if area and len(view["ev"].get(area) or []) <= 1:
                 view["ev"][area] = list(row_ev)
+    if view.get("fabric") is None:
+        fabric = fabric_of_csv(row)
+        if fabric is not None:
+            fabric["evidence"] = list(row_ev)
+            view["fabric"] = fabric
     for area, problems in invalid.items():
         view["invalid"].setdefault(area, []).extend(problems)
     reasons = []

@@ -60,6 +60,9 @@ RULES = (
     ("gpu_health", "gpu.temperature", "check the node's cooling (fans, airflow, inlet temperature)"),
     ("gpu_health", "gpu.throttle", "check cooling and power capping, then re-run with --tags gpu_health"),
     ("gpu_health", "gpu.driver", "install the profile's driver version (gpucluster.acceptance.nvidia_driver)"),
+    ("gpu_health", "gpu.fabric", "start nvidia-fabricmanager (HGX) or ticket the tray's NVLink registration "
+                                 "(NVL72), then re-run with --tags gpu_health"),
+    ("gpu_health", "gpu.nvlink_links", "reseat the GPU baseboard / NVLink bridges; RMA the baseboard if it stays"),
     ("dcgm", None, "RMA the GPU that failed the DCGM diagnostic (re-run with --tags dcgm to confirm)"),
     ("sdc", None, "RMA the GPU that computed wrong results (silent data corruption)"),
     ("infiniband", "ib.port_state", "reseat the cable / transceiver of the port that is down; replace it if it stays"),

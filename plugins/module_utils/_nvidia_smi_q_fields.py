@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_fabric import fabric_of_section
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi_q_tree import _Node
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi_values import normalize_bus_id
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import (
@@ -323,12 +324,7 @@ def _gpu(bus_id, index, node, warnings):
         gpu["recovery_action"] = node.text("GPU Recovery Action")
     fabric = node.get("Fabric")
     if fabric is not None:
-        gpu["fabric"] = {
-            "state": fabric.text("State"),
-            "status": fabric.text("Status"),
-            "clique_id": fabric.text("CliqueId"),
-            "cluster_uuid": fabric.text("ClusterUUID"),
-        }
+        gpu["fabric"] = fabric_of_section(fabric)  # values as printed: N/A is judged by the profile
     return gpu
 
 

@@ -40,7 +40,9 @@ STAGES = {
     "topology": (("nvidia-smi-topo",), judge_topology_stage),
     # node-clock and xid-window place the kernel log's events in time: the Xid window is judged
     # from the captured outputs alone, so a replay gives the same verdict.
-    "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window"), judge_gpu_health_stage),
+    # nvlink-status: nvidia-smi nvlink -s, every link up at the profile's rate (gpu.nvlink_links).
+    "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window", "nvlink-status"),
+                   judge_gpu_health_stage),
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
     # ib-pcie: the HCAs' PCIe link speed and width from sysfs (ib.pcie_link).
     "infiniband": (("ib-counters-before", "ibstat", "ib-pcie", "ib-counters-after"), judge_infiniband_stage),
@@ -69,7 +71,7 @@ PROBES = ("sdc-probe", "loader-probe-alone", "loader-probe", "checkpoint-probe-a
 
 # Tools that read something next to a stage's main tool (counters around it, a link's training): one
 # that fails is an error beside the main tool's results, never instead of them.
-AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie")
+AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie", "nvlink-status")
 
 
 def _tool_failure(tool, record, errors):

@@ -57,6 +57,11 @@ SCHEMA = {
     # rise during it; null: shown, not judged. Counters not listed are shown, not judged.
     "nvlink": (("dict", {
         "error_limits": (("map", ("null", ("int", 0, None))), True),
+        # gpu.fabric: null (not judged), nvswitch (HGX), rack (NVL72: the rack is the NVLink domain).
+        "fabric": (("null", ("enum", ("nvswitch", "rack"))), False),
+        # gpu.nvlink_links (nvidia-smi nvlink -s): links each GPU must show active, at this rate (GB/s).
+        "links_per_gpu": (("null", ("int", 1, 64)), False),
+        "link_gb_s": (("null", ("num", 1, 1000)), False),
     }), False),
     # RDMA pair stage (roles/check_rdma): low below min_fraction of the ports' rate.
     "rdma": (("dict", {

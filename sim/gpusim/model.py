@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 
 from . import hardware
 
@@ -47,6 +48,20 @@ class Nic:
         self.__dict__.update(kw)
 
 
+# NVL72: 18 compute trays (nodes) per rack, the rack one NVLink domain (one ClusterUUID per rack
+# here; the CliqueId a real rack showed, kubernetes-sigs/dra-driver-nvidia-gpu#630).
+TRAYS_PER_RACK = 18
+RACK_CLIQUE_ID = 32766
+# The Health rows of -q's Fabric section: an HGX H100 on driver 565 prints Bandwidth only, N/A (the
+# real capture in tests/fixtures/nvidia_smi/q_h100_sxm_8gpu_565.txt); a healthy NVL72 tray the
+# decoded rows (no real capture of all six found: the rows and words of NVIDIA/k8s-test-infra#677
+# and kubernetes-sigs/dra-driver-nvidia-gpu#626).
+HGX_FABRIC_HEALTH = (("Bandwidth", "N/A"),)
+RACK_FABRIC_HEALTH = (("Summary", "Healthy"), ("Bandwidth", "Full"), ("Route Recovery in progress", "False"),
+                      ("Route Unhealthy", "False"), ("Access Timeout Recovery", "False"),
+                      ("Incorrect Configuration", "None"))
+
+
 class NodeState:
     """Everything the fake tools print about one node."""
 
@@ -59,6 +74,32 @@ class NodeState:
 
     def gpu_by_slot(self, slot):
         return self.gpus[slot]
+
+    def fabric(self, slot):
+        """The GPU's NVLink fabric registration as -q prints it: {state, status, clique_id,
+        cluster_uuid, health: [(row, value)]}; None where the GPU reports none (Ampere)."""
+        kind = self.hw.get("fabric")
+        if kind is None:
+            return None
+        rack = self.index // TRAYS_PER_RACK
+        info = {"state": "Completed", "status": "Success", "clique_id": 0,
+                "cluster_uuid": "00000000-0000-0000-0000-000000000000", "health": list(HGX_FABRIC_HEALTH)}
+        if kind == "rack":
+            info.update(clique_id=RACK_CLIQUE_ID, health=list(RACK_FABRIC_HEALTH),
+                        cluster_uuid=str(uuid.uuid5(uuid.NAMESPACE_DNS, "%s.rack%d" % (self.spec.name, rack + 1))))
+        for fault in self.fabric_faults:
+            if fault["gpu"] not in (None, slot):
+                continue
+            info["state"] = fault["state"]
+            info["status"] = fault["status"] or ("Success" if fault["state"] == "Completed" else "N/A")
+            for key in ("clique_id", "cluster_uuid"):
+                if fault[key] is not None:
+                    info[key] = fault[key]
+            rows = dict(info["health"])
+            rows.update(fault["health"] or {})
+            info["health"] = [(row, rows[row]) for row, _v in info["health"]] + [
+                (row, value) for row, value in (fault["health"] or {}).items() if row not in dict(info["health"])]
+        return info
 
     def link(self, a, b):
         """topo -m cell between GPU slots a and b."""
@@ -257,6 +298,7 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
         tool_delay=_tool_delays(by_kind.get("slow_tool", [])),
         tool_release={f["tool"]: f["release_file"] for f in by_kind.get("slow_tool", []) if f.get("release_file")},
         leaf=spec.leaf_index(node),
+        fabric_faults=[dict(f) for f in by_kind.get("fabric", [])],
     )
 
 

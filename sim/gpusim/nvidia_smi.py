@@ -170,12 +170,30 @@ def q_entries(node, g):
         (1, "Max Customer Boost Clocks", None), (2, "Graphics", "%d MHz" % hw["max_sm_mhz"]),
         (1, "Clock Policy", None), (2, "Auto Boost", "N/A"), (2, "Auto Boost Default", "N/A"),
         (1, "Voltage", None), (2, "Graphics", "%s mV" % g.voltage),
-        (1, "Fabric", None), (2, "State", "Completed"), (2, "Status", "Success"), (2, "CliqueId", "0"),
-        (2, "ClusterUUID", "00000000-0000-0000-0000-000000000000"), (2, "Health", None), (3, "Bandwidth", "N/A"),
+    ] + _fabric_rows(node, g) + [
         (1, "Processes", "None"),
         (1, "Capabilities", None), (2, "EGM", "disabled"),
     ]
     return rows
+
+
+def _fabric_rows(node, g):
+    """-q's Fabric section: N/A where the GPU reports no fabric (Ampere, as the real RTX 3090 capture
+    in tests/fixtures/nvidia_smi shows), else the node's registration (NodeState.fabric)."""
+    info = node.fabric(g.slot)
+    if info is None:
+        return [(1, "Fabric", None), (2, "State", "N/A"), (2, "Status", "N/A"), (2, "CliqueId", "N/A"),
+                (2, "ClusterUUID", "N/A"), (2, "Health", None), (3, "Bandwidth", "N/A")]
+    return [(1, "Fabric", None), (2, "State", info["state"]), (2, "Status", info["status"]),
+            (2, "CliqueId", str(info["clique_id"])), (2, "ClusterUUID", info["cluster_uuid"]),
+            (2, "Health", None)] + [(3, row, value) for row, value in info["health"]]
+
+
+def _fabric_field(key):
+    def get(n, g):
+        info = n.fabric(g.slot)
+        return "[N/A]" if info is None else str(info[key])
+    return get
 
 
 def _format_row(level, key, value):
@@ -487,8 +505,10 @@ def _fields():
         "clocks.max.memory": ("clocks.max.memory [MHz]", mhz(lambda n, g: n.hw["max_mem_mhz"])),
         "mig.mode.current": ("mig.mode.current", lambda n, g: "Disabled"),
         "mig.mode.pending": ("mig.mode.pending", lambda n, g: "Disabled"),
-        "fabric.state": ("fabric.state", lambda n, g: "Completed"),
-        "fabric.status": ("fabric.status", lambda n, g: "Success"),
+        "fabric.state": ("fabric.state", _fabric_field("state")),
+        "fabric.status": ("fabric.status", _fabric_field("status")),
+        "fabric.cliqueId": ("fabric.cliqueId", _fabric_field("clique_id")),
+        "fabric.clusterUuid": ("fabric.clusterUuid", _fabric_field("cluster_uuid")),
     }
     aliases = {
         "gpu_name": "name", "gpu_serial": "serial", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id",

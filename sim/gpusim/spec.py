@@ -99,6 +99,12 @@ FAULTS = {
     # An NVLink of a GPU that errs under traffic only: each nccl-tests run on the node adds per_run
     # to that link's counter (replay, recovery or crc) that nvidia-smi nvlink -e shows.
     "nvlink_errors": (("node", "gpu", "link"), {"counter": "replay", "per_run": 1}),
+    # A GPU's (gpu: index; null: every GPU of the node) NVLink fabric registration as nvidia-smi -q's
+    # Fabric section shows it: state Not Started / In Progress (the fabric manager down or not
+    # finished), status (e.g. Insufficient Resources: registration failed), clique_id (0: in no
+    # clique), cluster_uuid, health ({row: value} of the Health block, e.g. {"Bandwidth": "Degraded"}).
+    "fabric": (("node",), {"gpu": None, "state": "Completed", "status": None, "clique_id": None,
+                           "cluster_uuid": None, "health": None}),
     "gpu_missing": (("node", "gpu"), {}),
     "ecc_uncorrectable": (("node", "gpu"), {"count": 1}),
     "row_remap_pending": (("node", "gpu"), {}),
@@ -129,6 +135,10 @@ FAULTS = {
     # the shared file system (the checkpoint probe's shared path), all both.
     "slow_storage": (("node", "factor"), {"path": "local"}),
 }
+# nvidia-smi -q Fabric states and Health rows a fabric fault may set.
+FABRIC_STATES = ("Not Started", "In Progress", "Completed")
+FABRIC_HEALTH_ROWS = ("Summary", "Bandwidth", "Route Recovery in progress", "Route Unhealthy",
+                      "Access Timeout Recovery", "Incorrect Configuration")
 # What a slow_storage fault slows (see FAULTS).
 STORAGE_PATHS = ("local", "shared", "all")
 # Workloads of the SDC probe (roles/check_sdc/files/gpucluster_sdc_probe.py) a sdc fault may name.
@@ -538,6 +548,18 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
             fail(key + ".link", "must be NV1..NV%d (fewer links than the healthy NV%d) or one of %s, got %s"
                  % (hw["nvlink"] - 1, hw["nvlink"], "/".join(_TOPO_LINKS), _show(out["link"])))
         out["link"] = link
+    elif kind == "fabric":
+        if out["gpu"] is not None:
+            gpu_index(out["gpu"], "gpu")
+        if out["state"] not in FABRIC_STATES:
+            fail(key + ".state", "must be one of %s, got %s" % (", ".join(FABRIC_STATES), _show(out["state"])))
+        if out["clique_id"] is not None and not (_is_int(out["clique_id"]) and 0 <= out["clique_id"] < 1 << 32):
+            fail(key + ".clique_id", "must be a whole number 0..2^32-1, got %s" % _show(out["clique_id"]))
+        health = out["health"] or {}
+        if not isinstance(health, dict) or any(k not in FABRIC_HEALTH_ROWS or not isinstance(v, str)
+                                               for k, v in health.items()):
+            fail(key + ".health", "must map Health rows (%s) to the text shown, got %s"
+                 % (", ".join(FABRIC_HEALTH_ROWS), _show(out["health"])))
     elif kind == "pcie_downtrained":
         if (out["gpu"] is None) == (out["nic"] is None):
             fail(key, "pcie_downtrained names one device: gpu (an index) or nic (mlx5_N)")

@@ -9,7 +9,9 @@ from pathlib import Path
 
 # node -> (fault or None, {stage: component substring or None}) — what the per-node stages must find.
 RUN_A = {
-    "gpu002": ({"kind": "nvlink_down", "gpus": [2, 5]}, {"topology": "GPU2", "nccl_single_node": None}),
+    # nvidia-smi nvlink -s shows the two GPUs' links inactive (gpu.nvlink_links).
+    "gpu002": ({"kind": "nvlink_down", "gpus": [2, 5]},
+               {"topology": "GPU2", "gpu_health": "GPU2", "nccl_single_node": None}),
     "gpu003": ({"kind": "nic_down", "nic": "mlx5_3"}, {"infiniband": "mlx5_3"}),
     "gpu004": ({"kind": "nic_degraded", "nic": "mlx5_1", "rate": 200}, {"infiniband": "mlx5_1"}),
     # dcgmi and the SDC probe test the 7 GPUs they see: the profile requires 8
@@ -40,6 +42,8 @@ RUN_B = {
     # A hung dcgmi hangs `dcgmi -v` in preflight too.
     "gpu004": ({"kind": "hang", "tool": "dcgmi"}, {"preflight": "dcgmi-version", "dcgm": "dcgmi-diag"}),
     "gpu005": (None, {"preflight": None}),  # unreachable
+    # nvidia-fabricmanager down on an HGX node: every GPU's fabric State In Progress (gpu.fabric).
+    "gpu006": ({"kind": "fabric", "state": "In Progress"}, {"gpu_health": "nvidia-fabricmanager"}),
 }
 # Host variables of RUN_A's inventory (write_host_vars), on every transport.
 OVERRIDE_NODE = "gpu014"
