@@ -1,23 +1,11 @@
 """The report's view of the fabric block (_report_fabric): the heatmap's nodes, marks and pairs, and the
 localisation rounds, read from the keys that hold them, nothing defaulted."""
-import pytest
-
 import report_documents as docs
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report_view as view_of
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_fabric import MARK_SOLID
 
-
-@pytest.fixture(scope="module")
-def demo():
-    document = docs.demo()
-    assert _results.validate(document) == []
-    return document
-
-
-@pytest.fixture(scope="module")
-def view(demo):
-    return view_of.build_view(demo)
+# The demo document (validated) and its view: the fixtures of the whole view's tests, not a copy.
+from test_report_view import demo, view  # noqa: F401  pylint: disable=unused-import
 
 
 def test_the_fabric_view_reads_matrix_nodes_and_pinned(demo, view):
