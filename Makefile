@@ -16,7 +16,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: test demo setup system-deps venv link lint sanity unit integration docs-check ee clean
+.PHONY: test demo demo-nvl72 setup system-deps venv link lint sanity unit integration docs-check ee clean
 
 test: setup lint sanity docs-check pytest
 
@@ -61,6 +61,13 @@ pytest: setup
 
 demo: setup
 	tools/demo.sh
+
+# Two simulated GB200 NVL72 racks (sim/clusters/nvl72.yml, docs/nvlink-fabric.md); the per-node
+# stages, the NVLink domains and their capacity (the multi-node fabric and workload stages skipped).
+demo-nvl72: setup
+	DEMO_SPEC=sim/clusters/nvl72.yml DEMO_RUN_DIR=$(CURDIR)/.build/sim/nvl72 \
+	DEMO_INVENTORY=$(CURDIR)/.build/sim/nvl72-inventory DEMO_LOG=$(CURDIR)/.build/demo-nvl72-playbook.log \
+	tools/demo.sh --skip-tags fabric,workload,rdma
 
 unit: setup
 	$(BIN)/python -m pytest tests/unit -n $(UNIT_WORKERS)

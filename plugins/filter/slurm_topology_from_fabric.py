@@ -29,6 +29,10 @@ description:
     C(slurm_topology_leaf) label, else its C(slurm_topology_rack) label, with one root above the
     leaves. topology/block (NVLink racks such as GB200 NVL72) makes one block per
     C(slurm_topology_block) label, else per C(slurm_topology_rack) label.
+  - With O(source=nvlink) (topology/block), the input is an acceptance run's results.json document
+    on a rack-scale profile. Each NVLink domain the trays' GPUs registered in (C(nvlink_domains),
+    C(<ClusterUUID>.<CliqueId>)) becomes one block, C(nvl01), C(nvl02) and so on. C(BlockSizes) is
+    the domain size. Trays in no domain are left out, with a warning.
   - With O(source=scontrol), the input is the output of C(scontrol show topology). The result
     then describes Slurm's view, compared with O(expected) when given.
   - With O(pair_busbw), node pairs placed on one leaf whose measured bandwidth is below
@@ -56,10 +60,10 @@ options:
       - What the input is. V(auto) reads a string as C(ibnetdiscover) output, a dict with
         C(switches) and C(hcas) as a parsed fabric, and anything else as labels.
     type: string
-    choices: [auto, ibnetdiscover, parsed, labels, scontrol]
+    choices: [auto, ibnetdiscover, parsed, labels, scontrol, nvlink]
     default: auto
   plugin:
-    description: Topology plugin to write for, C(topology/tree) or C(topology/block) (labels only).
+    description: Topology plugin to write for, C(topology/tree) or C(topology/block) (labels and nvlink only).
     type: string
     choices: [tree, block]
     default: tree
@@ -226,7 +230,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_sl
     DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, compare_topology, leaves_of, parse_scontrol_show_topology)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
-_SOURCES = ("auto", "ibnetdiscover", "parsed", "labels", "scontrol")
+_SOURCES = ("auto", "ibnetdiscover", "parsed", "labels", "scontrol", "nvlink")
 
 
 def _from_scontrol(text, nodes, expected):
@@ -272,6 +276,8 @@ def slurm_topology_from_fabric(data, source="auto", plugin="tree", nodes=None, h
     if source in ("ibnetdiscover", "scontrol") and not isinstance(data, string_types):
         raise AnsibleFilterError("slurm_topology_from_fabric: %s input must be the command's output as a string, "
                                  "got %s; pass the task result's .stdout" % (source, type(data).__name__))
+    if source == "nvlink" and not isinstance(data, dict):
+        raise AnsibleFilterError("slurm_topology_from_fabric: nvlink input must be a results.json document (a dict)")
     if source == "parsed" and not isinstance(data, dict):
         raise AnsibleFilterError("slurm_topology_from_fabric: parsed input must be from_ibnetdiscover's result")
     if host_map is not None and not isinstance(host_map, dict):

@@ -15,6 +15,8 @@ Checks:
                     against alone, and what the nodes wrote together
 - sdc.*             every GPU's SDC probe results and GEMM throughput against all GPUs of the same
                     part and software in the run (_judge_sdc_fleet)
+- nvlink_domain.*   rack profiles: trays grouped by the NVLink domain their GPUs registered in,
+                    misplaced and surplus trays, rack-level faults, usable capacity (_nvlink_domains)
 - gpu.identity      per node: the tools that list GPUs (nvidia-smi -L / --query-gpu in preflight,
                     nvidia-smi -q / --query-gpu in gpu_health, topo -m in topology, dcgmi in dcgm)
                     agree on the GPUs (count, bus ids, UUIDs); a disagreement fails the node in
@@ -35,6 +37,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_uniformity import (
     judge_peers, judge_uniformity)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_sdc_fleet import judge_sdc_fleet
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_domains import judge_nvlink_domains
 
 # Version fields that must be identical on every node: the majority value is the expected one.
 UNIFORM_FIELDS = (
@@ -101,6 +104,9 @@ def judge_cluster(states, profile=None):
     sdc = judge_sdc_fleet(states, profile)
     if sdc:
         results.append(_stage_result("sdc", sdc))
+    domains = judge_nvlink_domains(states, profile)
+    if domains:
+        results.append(domains)
     return results
 
 

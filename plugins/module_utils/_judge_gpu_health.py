@@ -41,6 +41,8 @@ Checks (component = "GPU<index>" for per-GPU findings):
                       clique, the cluster and the fabric Health block), _nvlink_fabric
 - gpu.nvlink_links    every NVLink of every GPU up at the profile's rate (nvidia-smi nvlink -s),
                       _nvlink_status
+- gpu.imex            rack-scale profiles: the tray's IMEX domain UP, every node READY and connected
+                      (nvidia-imex-ctl -N, where the role collects it), _imex
 - gpu.pcie_link       PCIe link width and generation vs pcie.gpu_width / pcie.gpu_gen (default: the
                       GPU's own maximum); the generation only in P0, as idle GPUs clock the link down
 
@@ -79,6 +81,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_h
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_gpu_health_xid import XID_NAMES, _judge_xid, _window_of
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_smi import (
     normalize_bus_id, parse_nvidia_smi_csv, parse_nvidia_smi_q)
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._imex import (
+    TOOL as STAGE_IMEX, imex_summary, judge_imex, parse_imex_status)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_fabric import domain_of, judge_fabric, parse_fabric_blocks
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_status import (
     TOOL as STAGE_NVLINK, judge_nvlink_status, parse_nvlink_status)
@@ -327,6 +331,11 @@ def judge_gpu_health_stage(outputs, profile, options):
     checks = judge_gpu_health(smi_q, smi_csv, xid, profile, window=window, clock=clock)
     checks.extend(_fabric_excerpt(outputs.get(STAGE_Q), smi_q, profile))
     checks.extend(judge_nvlink_status(parsed(STAGE_NVLINK, parse_nvlink_status), profile))
+    imex = parsed(STAGE_IMEX, parse_imex_status)
+    checks.extend(judge_imex(imex))
+    if imex is None and profile_get(profile, "nvlink.fabric") == "rack":
+        checks.append(check_result("gpu.imex", SKIP, "nvidia-imex-ctl -N was not collected or is not installed: "
+                                   "the IMEX domain was not judged", tool=STAGE_IMEX))
     if STAGE_NVLINK in outputs and outputs[STAGE_NVLINK] is None:
         checks.append(check_result("gpu.nvlink_links", SKIP, "%s: no output to read (not captured, or the tool "
                                    "failed): the NVLinks' state was not judged" % STAGE_NVLINK, tool=STAGE_NVLINK))
@@ -337,9 +346,14 @@ def judge_gpu_health_stage(outputs, profile, options):
         checks.append(check_result("gpu.xid", SKIP, "%s was not captured: Xid events were judged in the "
                                    "whole log" % STAGE_WINDOW, tool=STAGE_WINDOW))
     metrics = {}
+    failed = sorted(set(c["check"] for c in checks if c["status"] in (FAIL, ERROR)))
+    if failed:  # (the NVLink-domain judge tells a rack-level fault from tray faults by them)
+        metrics["failed_checks"] = failed
     domain = _nvlink_domain(smi_q)
     if domain:
         metrics["nvlink_domain"] = domain
+    if imex_summary(imex):  # (the nvlink_domain stage fails a degraded IMEX domain once, not each tray)
+        metrics["imex"] = imex_summary(imex)
     identity = gpu_identity_of(smi_q, smi_csv)
     if identity:
         metrics["gpu_identity"] = identity

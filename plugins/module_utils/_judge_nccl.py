@@ -48,6 +48,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_nccl_
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nccl_tests import (
     FAILURE_WORDS, GIB, parse_nccl_tests)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._text import is_crash_line
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvbandwidth import (
+    TOOL as NVBANDWIDTH, judge_nvbandwidth, parse_nvbandwidth)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_errors import (
     TOOL_AFTER, TOOL_BEFORE, judge_nvlink_errors, parse_nvlink_errors)
 
@@ -292,6 +294,12 @@ def judge_nccl_single_node_stage(outputs, profile, options):
     checks.extend(judge_nvlink_errors(None if before is None else parse_nvlink_errors(before),
                                       None if after is None else parse_nvlink_errors(after),
                                       profile, during="all_reduce_perf"))
+    # GPU-to-GPU copy bandwidth per pair (rack profiles, where the role runs nvbandwidth).
+    text = outputs.get(NVBANDWIDTH)
+    checks.extend(judge_nvbandwidth(None if text is None else parse_nvbandwidth(text), profile))
+    if text is None and profile_get(profile, "nvlink.fabric") == "rack":
+        checks.append(check_result("nvlink.bandwidth", SKIP, "nvbandwidth was not collected or is not installed: "
+                                   "the NVLink bandwidth per GPU pair was not measured", tool=NVBANDWIDTH))
     return checks, metrics
 
 

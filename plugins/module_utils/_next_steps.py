@@ -63,6 +63,14 @@ RULES = (
     ("gpu_health", "gpu.fabric", "start nvidia-fabricmanager (HGX) or ticket the tray's NVLink registration "
                                  "(NVL72), then re-run with --tags gpu_health"),
     ("gpu_health", "gpu.nvlink_links", "reseat the GPU baseboard / NVLink bridges; RMA the baseboard if it stays"),
+    ("nvlink_domain", "nvlink_domain.membership", "ask the provider to put the tray in its rack's NVLink partition "
+                                                  "(clique), then re-run with --tags gpu_health"),
+    ("nvlink_domain", "nvlink_domain.rack", "ticket the rack as one fault (NVLink switch tray, power, cooling), "
+                                            "not its trays one by one"),
+    ("nvlink_domain", "nvlink_domain.imex", "restart nvidia-imex on the trays it names and check nodes_config.cfg, "
+                                            "then re-run with --tags gpu_health"),
+    ("nvlink_domain", "nvlink_domain.size", "check which rack's fabric the surplus trays are cabled to (a ticket "
+                                            "for the provider)"),
     ("dcgm", None, "RMA the GPU that failed the DCGM diagnostic (re-run with --tags dcgm to confirm)"),
     ("sdc", None, "RMA the GPU that computed wrong results (silent data corruption)"),
     ("infiniband", "ib.port_state", "reseat the cable / transceiver of the port that is down; replace it if it stays"),

@@ -40,14 +40,17 @@ STAGES = {
     "topology": (("nvidia-smi-topo",), judge_topology_stage),
     # node-clock and xid-window place the kernel log's events in time: the Xid window is judged
     # from the captured outputs alone, so a replay gives the same verdict.
-    # nvlink-status: nvidia-smi nvlink -s, every link up at the profile's rate (gpu.nvlink_links).
-    "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window", "nvlink-status"),
-                   judge_gpu_health_stage),
+    # nvlink-status: nvidia-smi nvlink -s, every link up at the profile's rate (gpu.nvlink_links);
+    # imex-status: nvidia-imex-ctl -N on rack-scale profiles (gpu.imex; OPTIONAL below).
+    "gpu_health": (("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window", "nvlink-status",
+                    "imex-status"), judge_gpu_health_stage),
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
     # ib-pcie: the HCAs' PCIe link speed and width from sysfs (ib.pcie_link).
     "infiniband": (("ib-counters-before", "ibstat", "ib-pcie", "ib-counters-after"), judge_infiniband_stage),
     # nvlink-errors-*: nvidia-smi nvlink -e around the all-reduce (nvlink.errors under its traffic).
-    "nccl_single_node": (("nvlink-errors-before", "all_reduce_perf", "nvlink-errors-after"),
+    # nvbandwidth (rack profiles, OPTIONAL): GPU-to-GPU copy bandwidth per pair (nvlink.bandwidth),
+    # inside the counters' window.
+    "nccl_single_node": (("nvlink-errors-before", "all_reduce_perf", "nvbandwidth", "nvlink-errors-after"),
                          judge_nccl_single_node_stage),
     # Known-answer probe on every GPU at once (roles/check_sdc); compared across the cluster in
     # _judge_sdc_fleet.
@@ -71,7 +74,15 @@ PROBES = ("sdc-probe", "loader-probe-alone", "loader-probe", "checkpoint-probe-a
 
 # Tools that read something next to a stage's main tool (counters around it, a link's training): one
 # that fails is an error beside the main tool's results, never instead of them.
-AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie", "nvlink-status")
+AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie", "nvlink-status", "imex-status", "nvbandwidth")
+# Tools a stage collects only where they apply (the role leaves them out elsewhere): one not
+# collected, or not installed on the node, is judged as not captured (None), never an error.
+OPTIONAL = ("imex-status", "nvbandwidth")
+
+
+def _not_installed(tool, record):
+    """An OPTIONAL tool the node does not have (the shell's 'not found'): not captured, not a failure."""
+    return tool in OPTIONAL and isinstance(record, dict) and record.get("rc") == NOT_FOUND_RC
 
 
 def _tool_failure(tool, record, errors):
@@ -135,7 +146,7 @@ def _collection_errors(sections, tools):
         return [check_result("collect", ERROR, "; ".join(sections["errors"]), component=sections["component"])]
     for tool in tools:
         record = sections["tools"].get(tool)
-        if record is None and replay:
+        if record is None and (replay or tool in OPTIONAL) or _not_installed(tool, record):
             continue
         problem = _tool_failure(tool, record, sections["errors"])
         if problem:
@@ -214,8 +225,8 @@ def judge_stage(state, stage, collected, profile, options=None, node="node", run
         checks = [check_result("replay", SKIP, "%s: not in the replayed set (none of %s captured)"
                                % (stage, ", ".join(tools)))]
     elif not checks:
-        outputs = dict((tool, records[tool]["output"] if tool in records and tool not in broken else None)
-                       for tool in tools)
+        outputs = dict((tool, records[tool]["output"] if tool in records and tool not in broken
+                        and not _not_installed(tool, records[tool]) else None) for tool in tools)
         try:
             checks, metrics = judge(outputs, profile or {}, options or {})
         except Exception as exc:  # a judge bug must become a visible error, not a lost node

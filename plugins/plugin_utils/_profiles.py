@@ -62,6 +62,10 @@ SCHEMA = {
         # gpu.nvlink_links (nvidia-smi nvlink -s): links each GPU must show active, at this rate (GB/s).
         "links_per_gpu": (("null", ("int", 1, 64)), False),
         "link_gb_s": (("null", ("num", 1, 1000)), False),
+        # Trays (nodes) in one NVLink domain on rack profiles (NVL72: 18); null: not judged.
+        "domain_trays": (("null", ("int", 1, 1024)), False),
+        # nvbandwidth device_to_device_memcpy_read_ce per GPU pair (GB/s, nvlink.bandwidth); null: no floor.
+        "d2d_read_ce_gb_s_min": (("null", ("num", 0, None)), False),
     }), False),
     # RDMA pair stage (roles/check_rdma): low below min_fraction of the ports' rate.
     "rdma": (("dict", {

@@ -35,6 +35,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _repo
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma import rdma_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import transfer_families
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_nvlink import nvlink_families
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_view import BAD, is_number
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
@@ -206,7 +207,8 @@ def render_textfile(document):
     lines = []
     families = (_run_families(head, document) + _node_families(head, _ok(view["nodes"]), document)
                 + _measurement_families(view) + transfer_families(document, Family)
-                + checkpoint_families(document, Family) + rdma_families(document, Family))
+                + checkpoint_families(document, Family) + rdma_families(document, Family)
+                + nvlink_families(document, Family))
     for family in families:
         lines.extend(family.lines())
     return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from xml.etree import ElementTree
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import hostlist_text
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._next_steps import next_steps
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import split_text
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import BAD
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _results
 
 try:
@@ -99,13 +100,26 @@ def summary_lines(document, artifact_dir):
                 split_text(document.get("checks") or [], verdict.get("failed_nodes") or []),
                 len(document.get("checks") or []),
                 ", cluster-level problems" if verdict["cluster_failed"] else "")]
+    domains = document.get("nvlink_domains")
+    if isinstance(domains, dict) and domains.get("statement"):
+        lines.append("NVLink domains: %s" % domains["statement"])
+    racks = [c for c in document.get("checks") or [] if c.get("check") == "nvlink_domain.rack"
+             and c.get("status") in BAD]
+    racked = set(n for c in racks for n in (c.get("metrics") or {}).get("nodes") or [])
     for node in verdict["failed_nodes"]:
+        if node in racked:
+            continue  # one line for the rack below, not one per tray
         entry = nodes.get(node) or {}
         problems = entry.get("problems") or ["%s: no stage reported a result for this node" % entry.get("status")]
         for problem in problems:
             lines.append("  %s %s" % (node, problem))
+    for check in racks:
+        lines.append("  %s FAIL nvlink_domain: %s" % (hostlist_text((check.get("metrics") or {}).get("nodes") or []),
+                                                      check.get("message", "")))
+    rack_problems = set("%s nvlink_domain: %s" % (c["status"].upper(), c.get("message", "")) for c in racks)
     for problem in verdict["cluster_problems"]:
-        lines.append("  cluster %s" % problem)
+        if problem not in rack_problems:
+            lines.append("  cluster %s" % problem)
     steps = next_steps(document.get("checks") or [])
     if steps:  # what to do about each kind of failure (module_utils/_next_steps.py)
         lines.append("next steps:")

@@ -22,6 +22,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_svg 
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_rdma import rdma_view, render_rdma
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_transfer import render_transfer, transfer_view
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_checkpoint import checkpoint_view, render_checkpoint
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._report_nvlink import nvlink_view, render_nvlink
 
 _TONES = {"pass": "pass", "cleared": "pass", "marginal": "warn", "suspect": "warn", "intermittent": "fail", "leaf": "fail", "unstable": "fail",
           "fail": "fail", "low": "fail", "pinned": "fail", "timeout": "fail", "untested": "error", "error": "error"}
@@ -365,6 +366,9 @@ def render_html(document, run_dir=None):
             _section("workload", "Step times per rank (workload)", _step_times, view),
             _section("rounds", "Fabric localisation rounds", _rounds, view),
         ])
+    nvlink = nvlink_view(document) if isinstance(document, dict) else None
+    if nvlink is not None:  # only rack-scale profiles have one
+        parts.append(_section("nvlink", "NVLink domains (rack scale)", lambda _view: render_nvlink(nvlink), view))
     rdma = rdma_view(document) if isinstance(document, dict) else None
     if rdma is not None:  # only runs with the rdma stage have one
         parts.append(_section("rdma", "RDMA per rail and NIC (perftest pairs)", lambda _view: render_rdma(rdma), view))

@@ -244,7 +244,7 @@ def _raw_index(raw):
 
 # Stage documents a results document carries: stage name -> key.
 DOCUMENT_KEYS = {"fabric": "fabric", "rdma": "rdma", "workload": "workload", "baseline": "baseline", "data_transfer": "transfer",
-                 "checkpoint_plan": "checkpoint_plan"}
+                 "checkpoint_plan": "checkpoint_plan", "nvlink_domain": "nvlink_domains"}
 
 
 def build_document(run, checks, targets=(), raw=None, documents=None, state="complete"):

@@ -29,6 +29,10 @@ def no_device(tool):
     if tool == "nvidia-smi":
         from .nvidia_smi import NO_DRIVER  # pylint: disable=import-outside-toplevel
         return Result(NO_DRIVER, "", 9)
+    if tool == "nvidia-imex-ctl":
+        return Result("", "nvidia-imex-ctl: cannot connect to the IMEX daemon on this node\n", 1)
+    if tool == "nvbandwidth":
+        return Result("", "[CUDA_ERROR_NO_DEVICE] no CUDA-capable device is detected\n", 1)
     if tool == "dcgmi":
         from .dcgmi import CONNECT_ERROR  # pylint: disable=import-outside-toplevel
         return Result(CONNECT_ERROR, "", 235)
@@ -201,6 +205,12 @@ def _render(tool, args, node, spec, run_dir, other, env):  # pylint: disable=too
         result = nvidia_smi.run(node, args)
         result.time_key = result.time_key or "nvidia_smi"
         return result
+    if tool == "nvidia-imex-ctl":
+        from . import imex
+        return imex.run(node, args)
+    if tool == "nvbandwidth":
+        from . import nvbandwidth
+        return nvbandwidth.run(node, args)
     if tool == "dcgmi":
         from . import dcgmi
         return dcgmi.run(node, args)

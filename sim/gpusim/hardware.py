@@ -145,7 +145,7 @@ PROFILES = {
         "inforom_image": "G525.0200.00.04",
         "inforom_ecc": "8.10",
         "nvlink": 18,
-        "nvlink_gbps_per_link": 53.125,
+        "nvlink_gbps_per_link": 50.0,
         "fabric": "nvswitch",
         "memory_mib": 183359,
         "memory_reserved_mib": 692,

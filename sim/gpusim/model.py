@@ -81,7 +81,7 @@ class NodeState:
         kind = self.hw.get("fabric")
         if kind is None:
             return None
-        rack = self.index // TRAYS_PER_RACK
+        rack = self.index // getattr(self.spec, "rack_trays", TRAYS_PER_RACK)
         info = {"state": "Completed", "status": "Success", "clique_id": 0,
                 "cluster_uuid": "00000000-0000-0000-0000-000000000000", "health": list(HGX_FABRIC_HEALTH)}
         if kind == "rack":
@@ -298,7 +298,9 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
         tool_delay=_tool_delays(by_kind.get("slow_tool", [])),
         tool_release={f["tool"]: f["release_file"] for f in by_kind.get("slow_tool", []) if f.get("release_file")},
         leaf=spec.leaf_index(node),
-        fabric_faults=[dict(f) for f in by_kind.get("fabric", [])],
+        fabric_faults=[dict(f) for f in by_kind.get("fabric", [])] + [
+            dict(f) for f in spec.faults_for(kind="fabric")
+            if f.get("rack") == node_index // getattr(spec, "rack_trays", TRAYS_PER_RACK) + 1],
     )
 
 

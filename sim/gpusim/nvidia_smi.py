@@ -339,7 +339,8 @@ def render_nvlink_status(node, gpus):
             if link >= hw["nvlink"] - inactive:
                 out.append("\t Link %d: <inactive>\n" % link)
             else:
-                out.append("\t Link %d: %.3f GB/s\n" % (link, hw["nvlink_gbps_per_link"]))
+                # as nvidia-smi prints the rate: 26.562, 53.125, but 50 (a B200, NVIDIA/nvbandwidth#44)
+                out.append("\t Link %d: %s GB/s\n" % (link, ("%.3f" % hw["nvlink_gbps_per_link"]).rstrip("0").rstrip(".")))
     return "".join(out)
 
 

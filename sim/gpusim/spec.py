@@ -21,7 +21,8 @@ from .common import write_atomic
 
 REQUIRED_KEYS = ("name", "profile", "nodes")
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
-            "faults", "health_check", "topology", "leaf_labels", "transport", "accounting", "slurm_auth")
+            "faults", "health_check", "topology", "leaf_labels", "transport", "accounting", "slurm_auth",
+            "rack_trays")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
 HEALTH_KEYS = ("program", "interval")
@@ -43,7 +44,7 @@ _PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?\Z")
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
 TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
          "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook", "storage-hook",
-         "ib_write_bw", "ib_read_bw")
+         "ib_write_bw", "ib_read_bw", "nvidia-imex-ctl", "nvbandwidth")
 # tool_times keys: seconds each fake sleeps before printing.
 TOOL_TIME_KEYS = ("nvidia_smi", "dcgmi", "dcgmi_diag_r1", "dcgmi_diag_r2", "dcgmi_diag_r3", "dcgmi_diag_r4",
                   "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf", "all_gather_perf",
@@ -103,8 +104,13 @@ FAULTS = {
     # Fabric section shows it: state Not Started / In Progress (the fabric manager down or not
     # finished), status (e.g. Insufficient Resources: registration failed), clique_id (0: in no
     # clique), cluster_uuid, health ({row: value} of the Health block, e.g. {"Bandwidth": "Degraded"}).
-    "fabric": (("node",), {"gpu": None, "state": "Completed", "status": None, "clique_id": None,
-                           "cluster_uuid": None, "health": None}),
+    # rack (1-based, rack_trays trays each) instead of node: every tray of that rack (an NVLink switch
+    # tray down degrades the whole rack's fabric).
+    "fabric": ((), {"node": None, "rack": None, "gpu": None, "state": "Completed", "status": None,
+                    "clique_id": None, "cluster_uuid": None, "health": None}),
+    # A tray's IMEX daemon stopped: nvidia-imex-ctl -N fails there; its rack peers show it UNAVAILABLE,
+    # its connections I and the IMEX domain DEGRADED (rack-scale profiles).
+    "imex_down": (("node",), {}),
     "gpu_missing": (("node", "gpu"), {}),
     "ecc_uncorrectable": (("node", "gpu"), {"count": 1}),
     "row_remap_pending": (("node", "gpu"), {}),
@@ -182,6 +188,7 @@ class Spec:  # pylint: disable=too-many-instance-attributes
         self.fabric = data["fabric"]
         self.tool_times = data["tool_times"]
         self.seed = data["seed"]
+        self.rack_trays = data.get("rack_trays", 18)
         self.unreachable = list(data["unreachable"])
         self.faults = data["faults"] if faults is None else faults
         self.health_check = data["health_check"]
@@ -394,6 +401,8 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     span = "%s..%s" % (names[0], names[-1])
 
     out["cpus_per_node"] = integer(data.get("cpus_per_node", 2), "cpus_per_node", 1, MAX_CPUS_PER_NODE)
+    # Rack-scale profiles: trays (nodes, in order) per rack, one NVLink domain each (NVL72: 18).
+    out["rack_trays"] = integer(data.get("rack_trays", 18), "rack_trays", 1, 72)
 
     fabric = dict(DEFAULT_FABRIC)
     given = data.get("fabric") or {}
@@ -447,8 +456,8 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
     leaf_count = fabric["leaves"]
     per_leaf = -(-count // leaf_count)
     leaf_width = max(2, len(str(leaf_count)))
-    normalized = [_fault(i, f, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail)
-                  for i, f in enumerate(faults)]
+    normalized = [_fault(i, f, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail,
+                         rack_trays=out["rack_trays"]) for i, f in enumerate(faults)]
     out["faults"] = [dict(f) for f in faults]
     out["health_check"] = _health_check(data.get("health_check"), path, fail, integer)
     out["topology"] = data.get("topology", True)
@@ -493,7 +502,8 @@ def _health_check(health, path, fail, integer):
     return {"program": str(program_path), "interval": interval}
 
 
-def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail):  # noqa: C901
+def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail,  # noqa: C901
+           rack_trays=18):
     key = "faults[%d]" % i
     if not isinstance(fault, dict):
         fail(key, "must be a mapping {kind, node, ...}, got %s" % _show(fault))
@@ -549,6 +559,11 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
                  % (hw["nvlink"] - 1, hw["nvlink"], "/".join(_TOPO_LINKS), _show(out["link"])))
         out["link"] = link
     elif kind == "fabric":
+        if (out["node"] is None) == (out["rack"] is None):
+            fail(where, "names a node or a rack (1-based), one of them")
+        if out["rack"] is not None and not (_is_int(out["rack"]) and 1 <= out["rack"] <= -(-len(names) // rack_trays)):
+            fail(key + ".rack", "must be a rack number 1..%d (%d trays per rack), got %s"
+                 % (-(-len(names) // rack_trays), rack_trays, _show(out["rack"])))
         if out["gpu"] is not None:
             gpu_index(out["gpu"], "gpu")
         if out["state"] not in FABRIC_STATES:

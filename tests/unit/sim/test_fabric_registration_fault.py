@@ -112,3 +112,52 @@ def test_the_spec_refuses_a_fabric_fault_it_cannot_show(fault, key):
             "faults": [dict({"kind": "fabric", "node": "gpu001"}, **fault)]}
     with pytest.raises(SpecError, match=r"faults\[0\]\.%s" % key):
         spec.validate(data)
+
+
+def test_a_stopped_imex_daemon_is_unavailable_to_its_rack_and_silent_on_its_tray(tmp_path):
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._imex import judge_imex, parse_imex_status
+    data = {"name": "imexfake", "profile": "gb200_nvl72_tray", "seed": 5, "rack_trays": 4,
+            "nodes": {"prefix": "gpu", "count": 8, "width": 3, "start": 1},
+            "faults": [{"kind": "imex_down", "node": "gpu006"}]}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    (tmp_path / "run").mkdir()
+    where = (path, tmp_path / "run")
+
+    def imex(node):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "GPUCLUSTER_SIM"))}
+        env.update(GPUCLUSTER_SIM_SPEC=str(where[0]), GPUCLUSTER_SIM_RUN=str(where[1]), GPUCLUSTER_SIM_NODE=node,
+                   GPUCLUSTER_SIM_PYTHON=sys.executable)
+        return subprocess.run([str(BIN / "nvidia-imex-ctl"), "-N"], env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+    rack1, peer, silent = imex("gpu001"), imex("gpu005"), imex("gpu006")
+    assert rack1.returncode == 0 and "Domain State: UP" in rack1.stdout and rack1.stdout.count(" - READY ") == 4
+    assert [c["status"] for c in judge_imex(parse_imex_status(rack1.stdout))] == ["pass"]
+    assert "Node #1   - 172.31.49.11    - UNAVAILABLE          - Version: 570.133" in peer.stdout
+    (warned,) = judge_imex(parse_imex_status(peer.stdout))
+    assert warned["metrics"]["warning"] and "#1 172.31.49.11 UNAVAILABLE" in warned["message"]
+    assert silent.returncode == 1 and silent.stdout == ""
+    assert [c["status"] for c in judge_imex(parse_imex_status(silent.stderr))] == ["error"]
+
+
+def test_nvbandwidth_reads_what_the_links_carry_and_a_pair_with_links_down_is_named(tmp_path):
+    from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvbandwidth import (
+        judge_nvbandwidth, parse_nvbandwidth)
+    where = cluster(tmp_path, "gb200_nvl72_tray", [{"kind": "nvlink_down", "node": "gpu002", "gpus": [0, 3], "link": "NV8"}])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM", "GPUCLUSTER_SIM"))}
+    outputs = {}
+    for node in ("gpu001", "gpu002"):
+        env.update(GPUCLUSTER_SIM_SPEC=str(where[0]), GPUCLUSTER_SIM_RUN=str(where[1]), GPUCLUSTER_SIM_NODE=node,
+                   GPUCLUSTER_SIM_PYTHON=sys.executable)
+        done = subprocess.run([str(BIN / "nvbandwidth"), "-t", "device_to_device_memcpy_read_ce"], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        outputs[node] = parse_nvbandwidth(done.stdout)
+    profile = load_profile("gb200_nvl72_tray")
+    (good,) = judge_nvbandwidth(outputs["gpu001"], profile)
+    assert good["status"] == "pass" and good["metrics"]["pairs"] == 12 and 755 < good["metrics"]["median"] < 775
+    bad = judge_nvbandwidth(outputs["gpu002"], profile)
+    named = sorted(c["message"].split(" device")[0] for c in bad if c["status"] == "fail")
+    # GPU0 and GPU3 have 8 of 18 links up: every pair with either of them reads at 8/18
+    assert named == ["GPU0 -> GPU1", "GPU0 -> GPU2", "GPU0 -> GPU3", "GPU1 -> GPU0", "GPU1 -> GPU3",
+                     "GPU2 -> GPU0", "GPU2 -> GPU3", "GPU3 -> GPU0", "GPU3 -> GPU1", "GPU3 -> GPU2"], named

@@ -1,4 +1,6 @@
 """gpu.nvlink_links: every NVLink of every GPU up at the profile's rate (nvidia-smi nvlink -s)."""
+from hypothesis import given, settings, strategies as st
+
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_status import (
     judge_nvlink_status, parse_nvlink_status)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import load_profile
@@ -52,3 +54,19 @@ def test_no_link_count_in_the_profile_is_a_skip_and_not_collected_is_nothing():
         "nvlink": {"links_per_gpu": None}}))
     assert check["status"] == "skip" and "nvlink.links_per_gpu" in check["message"]
     assert judge_nvlink_status(None, GB200) == []
+
+
+# Words of the real format: garbage made of them must still prove nothing.
+_WORDS = ["GPU 0:", "GPU 1: NVIDIA GB200 (UUID: GPU-1)", "Link 0:", "Link 17: 53.125 GB/s", "<inactive>", "53.125",
+          "GB/s", "Link 3: 26.562 GB/s", "N/A", "\t", ":", "x", "9" * 30]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_WORDS), max_size=5).map(" ".join), max_size=25).map("\n".join))
+def test_garbage_made_of_its_words_never_passes(text):
+    """A pass needs every GPU printed with 18 links at the rate; anything else is a fail or an error."""
+    checks = judge_nvlink_status(parse_nvlink_status(text), GB200)
+    parsed = parse_nvlink_status(text)
+    whole = parsed["gpus"] and not parsed["errors"] and all(
+        len(g["links"]) == 18 and all(r == 53.125 for r in g["links"].values()) for g in parsed["gpus"].values())
+    assert checks and (whole or "pass" not in [c["status"] for c in checks]), (text, checks)

@@ -174,3 +174,36 @@ def test_dcgmi_version_is_judged_and_a_host_engine_of_another_version_fails():
     (dcgm,) = [c for c in state["last"]["checks"] if c["check"] == "dcgm_version"]
     assert dcgm["status"] == "fail" and "talks to a DCGM host engine 3.3.9" in dcgm["message"]
     assert dcgm["evidence"] == ["Version : 4.7.0", "Version : 3.3.9"]
+
+
+def test_an_optional_tool_not_collected_or_not_installed_is_a_skip_never_an_error():
+    """imex-status is collected on rack profiles only, and a tray may not have nvidia-imex-ctl."""
+    gb200 = load_profile("gb200_nvl72_tray")
+    q_text = fixture("nvidia_smi/q_h100_sxm_8gpu_565.txt")
+    base = [("nvidia-smi-q", q_text, 0), ("nvidia-smi-csv", "index\n", 0), ("dmesg", "", 0),
+            ("node-clock", "now: 2026-12-05T10:00:00.000000000Z\ntz: +0000\nuptime: 100.0 50.0", 0),
+            ("xid-window", "xid_since: boot\nwindow: boot\nlast_pass_run: ", 0), ("nvlink-status", "", 0)]
+    for extra in ([], [("imex-status", "sh: 1: nvidia-imex-ctl: not found", 127)]):
+        state = _stages.judge_stage({}, "gpu_health", collected(*(base + extra)), gb200, node="n")
+        checks = state["last"]["checks"]
+        assert not [c for c in checks if c.get("tool") == "imex-status" and c["status"] in ("fail", "error")]
+        (imex,) = [c for c in checks if c["check"] == "gpu.imex"]
+        assert imex["status"] == "skip" and "not collected or is not installed" in imex["message"]
+    text = fixture("imex/imex_ctl_n_18_nodes_up_aws.txt")
+    state = _stages.judge_stage({}, "gpu_health", collected(*(base + [("imex-status", text, 0)])), gb200, node="n")
+    (imex,) = [c for c in state["last"]["checks"] if c["check"] == "gpu.imex"]
+    assert imex["status"] == "pass" and state["stages"]["gpu_health"]["metrics"]["imex"]["state"] == "UP"
+
+
+def test_nvbandwidth_on_a_rack_profile_is_judged_when_collected_and_a_skip_when_not():
+    gb200 = load_profile("gb200_nvl72_tray")
+    nccl = fixture("nccl_tests/" + sorted(p.name for p in (FIXTURES / "nccl_tests").glob("*.txt"))[0])
+    base = [("nvlink-errors-before", "", 0), ("all_reduce_perf", nccl, 0), ("nvlink-errors-after", "", 0)]
+    state = _stages.judge_stage({}, "nccl_single_node", collected(*base), gb200, node="n")
+    (skip,) = [c for c in state["last"]["checks"] if c["check"] == "nvlink.bandwidth"]
+    assert skip["status"] == "skip" and not [c for c in state["last"]["checks"] if c.get("tool") == "nvbandwidth"
+                                             and c["status"] == "error"]
+    text = fixture("nvbandwidth/nvbandwidth_v07_a100_d2d_assert_issue34.txt")
+    state = _stages.judge_stage({}, "nccl_single_node", collected(*(base + [("nvbandwidth", text, 1)])), gb200, node="n")
+    (error,) = [c for c in state["last"]["checks"] if c["check"] == "nvlink.bandwidth"]
+    assert error["status"] == "error" and "did not finish" in error["message"]
