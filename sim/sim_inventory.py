@@ -112,14 +112,14 @@ def inventory(spec, run_dir=None):
             "vars": {"gpucluster_sim_cluster": spec.name, "gpucluster_sim_profile": spec.profile,
                      "acceptance_profile": spec.profile,
                      "acceptance_controller_environment": controller_environment,
-                     # One process per node driving all 8 GPUs (-g 8) keeps the fake ranks few; the
-                     # simulated Slurm has no GPU GRES for --gpus-per-node.
+                     # One process per node driving all its GPUs (-g 8 on HGX, 4 on a GB200 tray)
+                     # keeps the fake ranks few; the simulated Slurm has no GPU GRES for --gpus-per-node.
                      # The RDMA stage's tasks read each node's fake sysfs counter tree.
                      "check_rdma_counters_root": "%s/gpusim/sys/@node@/class/infiniband" % run_dir,
                      "check_fabric_counters_root": "%s/gpusim/sys/@node@/class/infiniband" % run_dir,
                      "check_fabric_binary": "all_reduce_perf",
                      "check_fabric_tasks_per_node": 1,
-                     "check_fabric_gpus_per_process": 8,
+                     "check_fabric_gpus_per_process": spec.hw["gpus"],
                      "check_fabric_gpus_per_node_flag": False,
                      "acceptance_srun_gpus_per_node": 0,
                      "check_fabric_timeout": 60},

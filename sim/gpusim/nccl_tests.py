@@ -169,6 +169,26 @@ def _device_line(rank, pid, host, dev, g, hw):
         rank, 0, pid, host, dev, dom.lower(), bus.lower(), hw["gpu_name"])
 
 
+def _mnnvl(spec, states, nodes):
+    """The share of the NVLink rate a run across ``nodes`` gets over multi-node NVLink, or 0 (InfiniBand).
+
+    Rack profiles only, unless NCCL_MNNVL_ENABLE=0 (NCCL's default, 2, uses it where it works): every
+    GPU of every node registered in one clique (a misplaced or unregistered tray leaves the run on
+    InfiniBand), no stopped IMEX daemon in the rack; half the rate where a tray's fabric reports its
+    bandwidth degraded (an NVLink switch tray down)."""
+    if spec.hw.get("fabric") != "rack" or os.environ.get("NCCL_MNNVL_ENABLE", "2") == "0":
+        return 0
+    infos = [states[n].fabric(g.slot) for n in nodes for g in states[n].visible_gpus]
+    domains = set((i["state"], i["status"], str(i["cluster_uuid"]), i["clique_id"]) for i in infos)
+    if len(domains) != 1 or list(domains)[0][:2] != ("Completed", "Success") or not list(domains)[0][3]:
+        return 0
+    rack = set(spec.node_index(n) // spec.rack_trays for n in nodes)
+    down = set(spec.node_index(f["node"]) // spec.rack_trays for f in spec.faults_for(kind="imex_down"))
+    if rack & down:
+        return 0
+    return 0.5 if any(dict(i["health"]).get("Bandwidth") == "Degraded" for i in infos) else 1.0
+
+
 def report(tool, opts, procs, states, spec, seed_key, wrong_cfg, this_proc):  # noqa: C901
     """Full stdout of the process that prints (rank 0), or its failure; returns a Result."""
     collective = COLLECTIVE[tool]
@@ -244,6 +264,9 @@ def report(tool, opts, procs, states, spec, seed_key, wrong_cfg, this_proc):  # 
                                                                 if x.state == "Active"])),
                                     states[n].leaf, uplink_factor(spec, states[n].leaf)) for n in nodes]
         net = fabric.network_peak(parts, spec.fabric["oversubscription"]) or 1.2  # no IB: NCCL falls back to sockets
+        mnnvl = _mnnvl(spec, states, nodes)
+        if mnnvl:  # the trays of one NVLink domain talk over NVLink, not InfiniBand
+            net = hw["nvlink_busbw"][collective] * mnnvl
         if collective == "alltoall":
             per_node = max(sum(len(p.devices) for p in procs if p.node == n) for n in nodes)
             net = fabric.alltoall_net_peak(net, per_node, nranks)

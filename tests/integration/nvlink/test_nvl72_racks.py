@@ -117,6 +117,9 @@ def test_clean_racks_pass_and_slurm_blocks_come_from_the_measured_cliques(tmp_pa
             return
         planned = _topology(sim, tmp_path, run.dir / "results.json", "--check", "--diff", slurm_topology_action="install",
                             slurm_topology_source="nvlink", slurm_topology_conf_path=str(tmp_path / "topology.conf"))
+        # The InfiniBand fabric stage turns multi-node NVLink off: a pair of one rack measures
+        # InfiniBand (~170 GB/s here), never the rack's NVLink (~610 GB/s with it on).
+        fabric = sim.acceptance("--tags", "fabric", "-e", SMALL)
         swapped = _topology(sim, tmp_path, run.dir / "results.json", slurm_topology_content=SWAPPED)
         right = _topology(sim, tmp_path, run.dir / "results.json", slurm_topology_content=RIGHT)
     assert swapped.rc != 0 and "topology.conf misdescribes the fabric" in swapped.output, swapped.output[-3000:]
@@ -124,6 +127,9 @@ def test_clean_racks_pass_and_slurm_blocks_come_from_the_measured_cliques(tmp_pa
     assert "gpu005 is in block block_a but its GPUs are in NVLink domain" in out, swapped.output[-3000:]
     assert "gpu004 is in block block_b but its GPUs are in NVLink domain" in out
     assert right.rc == 0, right.output[-3000:]
+    assert fabric.rc == 0, fabric.output[-3000:]
+    pairs = [v for row in fabric.results["fabric"]["matrix"].values() for v in row.values()]
+    assert pairs and all(120 < v < 300 for v in pairs), pairs
     # install from the measured domains in check mode: the file it would write, nothing written
     assert planned.rc == 0, planned.output[-3000:]
     assert "+BlockName=nvl01 Nodes=gpu[001-004]" in planned.output and "+BlockSizes=4" in planned.output
