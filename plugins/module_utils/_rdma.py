@@ -147,6 +147,18 @@ class _Runs(object):
         return sections, failure, bool(sections)
 
 
+def _captured(replay_dir):
+    """True when a run directory holds RDMA outputs (raw/_rdma/, or raw._rdma in its results.json)."""
+    folder = os.path.join(replay_dir, "raw", "_" + STAGE)
+    if os.path.isdir(folder) and os.listdir(folder):
+        return True
+    try:
+        with open(os.path.join(replay_dir, "results.json")) as handle:
+            return bool((json.load(handle).get("raw") or {}).get("_" + STAGE))
+    except (IOError, OSError, ValueError, AttributeError):
+        return False
+
+
 def step_label(round_no, step):
     """round1, or round1-step2 for a round's second Slurm step (the raw outputs' prefix)."""
     return "round%d" % round_no if not step else "round%d-step%d" % (round_no, step + 1)
@@ -213,6 +225,14 @@ def _floor(info, nodes, rail, opts):
 def rdma_stage(nodes, info, topology, opts, env=None):  # noqa: C901  (one pass over the rounds)
     """Run the stage; {stage, checks, raw, document, failed_nodes}."""
     nodes = sorted(nodes, key=natural_key)
+    if opts.get("replay_dir") and not _captured(opts["replay_dir"]):
+        # A run made before the stage existed, or with --skip-tags rdma: nothing to read back is
+        # "not captured", never a launcher that failed on every node.
+        check = check_result("rdma.run", SKIP, "not captured: the replayed run (%s) holds no RDMA output, the stage "
+                             "was not judged" % opts["replay_dir"], {"nodes": len(nodes)})
+        check.update(node=None, stage=STAGE)
+        return {"stage": STAGE, "checks": [check], "raw": {}, "failed_nodes": [],
+                "document": _document({}, {}, [], SKIP, None, opts, {})}
     if len(nodes) < 2:
         check = check_result("rdma.run", SKIP if nodes else ERROR,
                              "fewer than 2 nodes passed the per-node stages: no RDMA pair to test", {"nodes": len(nodes)})
