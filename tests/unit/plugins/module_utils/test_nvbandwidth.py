@@ -7,6 +7,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles im
 from conftest import FIXTURES
 
 GB200 = load_profile("gb200_nvl72_tray")
+NO_FLOOR = load_profile("gb200_nvl72_tray", overrides={"nvlink": {"d2d_read_ce_gb_s_min": None}})
 V08 = (FIXTURES / "nvbandwidth" / "nvbandwidth_v08_a6000_6gpu_d2d_read_ce_issue50.txt").read_text()
 V02 = (FIXTURES / "nvbandwidth" / "nvbandwidth_v02_rtx4090_h2d_d2h_issue15.txt").read_text()
 V07 = (FIXTURES / "nvbandwidth" / "nvbandwidth_v07_a100_d2d_assert_issue34.txt").read_text()
@@ -18,12 +19,13 @@ def test_v08_matrix_without_its_running_line_is_named_by_its_sum():
     test = parsed["tests"]["device_to_device_memcpy_read_ce"]
     assert test["sum"] == 715.53 and test["matrix"][0][0] is None and test["matrix"][3][5] == 26.35
     # No floor: the pairs across the PCIe switches (~22 GB/s) are below 0.85 x the best (26.35)
-    slow = judge_nvbandwidth(parsed, GB200)
+    slow = judge_nvbandwidth(parsed, NO_FLOOR)
     assert slow and all(c["status"] == "fail" for c in slow)
     assert slow[0]["message"] == ("GPU0 -> GPU3 device_to_device_memcpy_read_ce: 21.95 GB/s, below 0.85 x the node's "
                                   "best pair 26.35 GB/s")
     floored = load_profile("gb200_nvl72_tray", overrides={"nvlink": {"d2d_read_ce_gb_s_min": 25}})
     checks = judge_nvbandwidth(parsed, floored)  # 26.34 on one PCIe switch, ~22 across it
+    assert all("below the floor 650" in c["message"] for c in judge_nvbandwidth(parsed, GB200))
     assert len(checks) == 18 and all(c["status"] == "fail" for c in checks)
     assert checks[0]["message"] == "GPU0 -> GPU3 device_to_device_memcpy_read_ce: 21.95 GB/s, below the floor 25"
     assert checks[0]["evidence"][1] == "0       N/A     26.34     26.35     21.95     22.64     21.80"
