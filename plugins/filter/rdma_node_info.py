@@ -46,7 +46,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._rdma import nodes_info
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._rdma_plan import nodes_info
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 

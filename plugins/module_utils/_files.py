@@ -6,6 +6,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 import tempfile
 
@@ -51,3 +52,16 @@ def write_atomic(path, text, mode=0o644):
             os.close(fd)
     except OSError:
         pass
+
+
+def stage_captured(run_dir, stage):
+    """True when a run directory holds outputs of a controller-side stage (raw/_<stage>/, or
+    raw._<stage> in its results.json): what a replay can read back."""
+    folder = os.path.join(run_dir, "raw", "_" + stage)
+    if os.path.isdir(folder) and os.listdir(folder):
+        return True
+    try:
+        with open(os.path.join(run_dir, "results.json")) as handle:
+            return bool((json.load(handle).get("raw") or {}).get("_" + stage))
+    except (IOError, OSError, ValueError, AttributeError):
+        return False

@@ -34,33 +34,15 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infin
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import worst
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result)
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import stage_captured, write_atomic
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._rdma_plan import (
-    DRIVER, STAGE, driver_args, judge_test, plan_tests, rail_nics, split_sections)
+    DRIVER, STAGE, driver_args, judge_test, plan_tests, split_sections)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 
 CHECK = "rdma.nic_bandwidth"
 COUNTERS_TOOL = "IB port counters"
 _MEASURED = ("ok", "timeout", "nic")
 _EVIDENCE = 8
-
-
-def nodes_info(nodes, states, profile):
-    """{node: {nics: [rail order], ports, gpus: {nic: gpu index}}} from the per-node stages' metrics
-    (infiniband: the ports ibstat showed; topology: the GPU nearest each NIC)."""
-    names = profile.get("nic_names") or []
-    count = profile.get("nics_per_node") or 0
-    info = {}
-    for node in nodes:
-        stages = ((states or {}).get(node) or {}).get("stages") or {}
-        ports = ((stages.get("infiniband") or {}).get("metrics") or {}).get("ports") or {}
-        near = ((stages.get("topology") or {}).get("metrics") or {}).get("nic_gpu") or {}
-        entry = {"ports": ports, "gpus": dict((n, v.get("gpu")) for n, v in near.items() if isinstance(v, dict))}
-        entry["nics"] = rail_nics(entry, names, count)
-        if not entry["gpus"]:  # no topology stage: NIC k serves GPU k, as on HGX boards
-            entry["gpus"] = dict((nic, i) for i, nic in enumerate(entry["nics"]))
-        info[node] = entry
-    return info
 
 
 class _Runs(object):
@@ -147,18 +129,6 @@ class _Runs(object):
         return sections, failure, bool(sections)
 
 
-def _captured(replay_dir):
-    """True when a run directory holds RDMA outputs (raw/_rdma/, or raw._rdma in its results.json)."""
-    folder = os.path.join(replay_dir, "raw", "_" + STAGE)
-    if os.path.isdir(folder) and os.listdir(folder):
-        return True
-    try:
-        with open(os.path.join(replay_dir, "results.json")) as handle:
-            return bool((json.load(handle).get("raw") or {}).get("_" + STAGE))
-    except (IOError, OSError, ValueError, AttributeError):
-        return False
-
-
 def step_label(round_no, step):
     """round1, or round1-step2 for a round's second Slurm step (the raw outputs' prefix)."""
     return "round%d" % round_no if not step else "round%d-step%d" % (round_no, step + 1)
@@ -225,19 +195,17 @@ def _floor(info, nodes, rail, opts):
 def rdma_stage(nodes, info, topology, opts, env=None):  # noqa: C901  (one pass over the rounds)
     """Run the stage; {stage, checks, raw, document, failed_nodes}."""
     nodes = sorted(nodes, key=natural_key)
-    if opts.get("replay_dir") and not _captured(opts["replay_dir"]):
-        # A run made before the stage existed, or with --skip-tags rdma: nothing to read back is
-        # "not captured", never a launcher that failed on every node.
-        check = check_result("rdma.run", SKIP, "not captured: the replayed run (%s) holds no RDMA output, the stage "
-                             "was not judged" % opts["replay_dir"], {"nodes": len(nodes)})
+    # A run made before the stage existed (or with --skip-tags rdma) replays as "not captured",
+    # never as a launcher that failed on every node.
+    uncaptured = bool(opts.get("replay_dir")) and not stage_captured(opts["replay_dir"], STAGE)
+    if uncaptured or len(nodes) < 2:
+        check = check_result("rdma.run", SKIP if nodes or uncaptured else ERROR, (
+            "not captured: the replayed run (%s) holds no RDMA output, the stage was not judged" % opts["replay_dir"]
+            if uncaptured else "fewer than 2 nodes passed the per-node stages: no RDMA pair to test"),
+            {"nodes": len(nodes)})
         check.update(node=None, stage=STAGE)
-        return {"stage": STAGE, "checks": [check], "raw": {}, "failed_nodes": [],
-                "document": _document({}, {}, [], SKIP, None, opts, {})}
-    if len(nodes) < 2:
-        check = check_result("rdma.run", SKIP if nodes else ERROR,
-                             "fewer than 2 nodes passed the per-node stages: no RDMA pair to test", {"nodes": len(nodes)})
-        check.update(node=None, stage=STAGE)
-        error = None if nodes else {"component": "nodes", "message": check["message"], "cause": check["message"]}
+        error = None if nodes or uncaptured else {"component": "nodes", "message": check["message"],
+                                                  "cause": check["message"]}
         return {"stage": STAGE, "checks": [check], "raw": {}, "failed_nodes": [],
                 "document": _document({}, {}, [], check["status"], error, opts, {})}
     rails = max(len(info[n]["nics"]) for n in nodes)

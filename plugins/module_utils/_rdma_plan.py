@@ -284,3 +284,21 @@ def judge_test(test, server, client, opts):
                    where, value, parsed.get("msg_size") or 0, parsed.get("qps") or 1),
                evidence=[client["output"].splitlines()[row["line"] - 1].strip()] if row.get("line") else [])
     return out
+
+
+def nodes_info(nodes, states, profile):
+    """{node: {nics: [rail order], ports, gpus: {nic: gpu index}}} from the per-node stages' metrics
+    (infiniband: the ports ibstat showed; topology: the GPU nearest each NIC)."""
+    names = profile.get("nic_names") or []
+    count = profile.get("nics_per_node") or 0
+    info = {}
+    for node in nodes:
+        stages = ((states or {}).get(node) or {}).get("stages") or {}
+        ports = ((stages.get("infiniband") or {}).get("metrics") or {}).get("ports") or {}
+        near = ((stages.get("topology") or {}).get("metrics") or {}).get("nic_gpu") or {}
+        entry = {"ports": ports, "gpus": dict((n, v.get("gpu")) for n, v in near.items() if isinstance(v, dict))}
+        entry["nics"] = rail_nics(entry, names, count)
+        if not entry["gpus"]:  # no topology stage: NIC k serves GPU k, as on HGX boards
+            entry["gpus"] = dict((nic, i) for i, nic in enumerate(entry["nics"]))
+        info[node] = entry
+    return info

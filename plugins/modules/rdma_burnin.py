@@ -231,7 +231,7 @@ def main():
     opts = dict(params)
     opts["max_rounds"] = params["max_rounds"] or None
     profile = {"nic_names": params["nic_names"], "nics_per_node": params["nics_per_node"]}
-    info = _rdma.nodes_info(params["nodes"], {}, profile)
+    info = _rdma_plan.nodes_info(params["nodes"], {}, profile)
     for node, given in params["node_info"].items():
         if node in info and isinstance(given, dict) and given.get("nics"):
             info[node] = {"nics": list(given["nics"]), "ports": dict(given.get("ports") or {}),
