@@ -33,6 +33,9 @@ def inventory(spec, run_dir=None):
         host = {"gpucluster_sim_node": node}
         if spec.leaf_labels:
             host["slurm_topology_leaf"] = spec.leaf_name(spec.leaf_index(node))
+        if spec.hw.get("fabric") == "rack":
+            # The provider's rack label (a rack lost at once has no output to group its trays by).
+            host["slurm_topology_rack"] = "rack%02d" % (spec.node_index(node) // spec.rack_trays + 1)
         if spec.transport == "ssh":
             # Its own sshd's address; an unreachable node has none listening there: refused.
             host.update(sshnodes.host_vars(run_dir, spec.nodes, node))
@@ -121,6 +124,11 @@ def inventory(spec, run_dir=None):
                      "check_fabric_tasks_per_node": 1,
                      "check_fabric_gpus_per_process": spec.hw["gpus"],
                      "check_fabric_gpus_per_node_flag": False,
+                     "check_nvlink_domain_binary": "all_reduce_perf",
+                     "check_nvlink_domain_tasks_per_node": 1,
+                     "check_nvlink_domain_gpus_per_process": spec.hw["gpus"],
+                     "check_nvlink_domain_gpus_per_node_flag": False,
+                     "check_nvlink_domain_timeout": 60,
                      "acceptance_srun_gpus_per_node": 0,
                      "check_fabric_timeout": 60},
             "children": {

@@ -22,6 +22,17 @@ options:
   profile:
     description: The merged hardware profile.
     type: dict
+  nvlink:
+    description:
+      - Rack-scale profiles, the multi-node NVLink stage's result (C(check_nvlink_domain_result), from
+        M(gpucluster.acceptance.nvlink_burnin)) - its measured rows go into C(nvlink_domains.mnnvl) and its
+        unusable trays out of the usable capacity.
+    type: dict
+  racks:
+    description:
+      - Rack-scale profiles, per node its rack as the inventory labels it (C(slurm_topology_block), else
+        C(slurm_topology_rack)) - a rack whose every tray never reported is one rack-level fault.
+    type: dict
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -44,10 +55,13 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._cluster imp
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 
-def _judge_cluster(states, profile=None):
+def _judge_cluster(states, profile=None, nvlink=None, racks=None):
     if not isinstance(states, dict):
         raise AnsibleFilterError("judge_cluster: expected a dict of node states, got %s" % type(states).__name__)
-    return judge_cluster(states, profile)
+    for name, value in (("nvlink", nvlink), ("racks", racks)):
+        if value is not None and not isinstance(value, dict):
+            raise AnsibleFilterError("judge_cluster: %s must be a dict, got %s" % (name, type(value).__name__))
+    return judge_cluster(states, profile, nvlink=nvlink, racks=racks)
 
 
 class FilterModule(object):

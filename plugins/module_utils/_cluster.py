@@ -75,7 +75,7 @@ def _stage_result(stage, checks):
             "failed_nodes": sorted(set(c["node"] for c in checks if c["status"] in (FAIL, ERROR) and c["node"]))}
 
 
-def judge_cluster(states, profile=None):
+def judge_cluster(states, profile=None, nvlink=None, racks=None):
     """List of stage results ({stage, checks, failed_nodes}) for the report and the verdict.
 
     states: {node: the node's state from judge_stage, or None for a node that never reported}.
@@ -104,7 +104,7 @@ def judge_cluster(states, profile=None):
     sdc = judge_sdc_fleet(states, profile)
     if sdc:
         results.append(_stage_result("sdc", sdc))
-    domains = judge_nvlink_domains(states, profile)
+    domains = judge_nvlink_domains(states, profile, mnnvl=nvlink, racks=racks)
     if domains:
         results.append(domains)
     return results

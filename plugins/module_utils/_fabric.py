@@ -63,24 +63,20 @@ class _Fabric(object):
     def attempt(self, items):
         """Run [(key, group)], retrying once every run the infrastructure broke."""
         records = self.runner.run(items)
-        results = {}
-        retry = []
-        for record in records:
+        results = []
+        retry = []   # positions; (the runner may prefix the keys it keeps: the items' own keys are reused)
+        for i, record in enumerate(records):
             judged = judge_run(record, self.opts)
-            results[record["key"]] = (record, judged)
+            results.append((record, judged))
             if judged["outcome"] == "infra":
-                retry.append(record)
-        if retry and not self.opts.get("replay_dir"):
-            again = self.runner.run([(raw_key_retry(r["key"]), r["nodes"]) for r in retry])
-            for first, record in zip(retry, again):
-                results[first["key"]] = (record, judge_run(record, self.opts))
-        elif retry:  # replaying: the retries the live run made are in the capture too
-            keys = [(raw_key_retry(r["key"]), r["nodes"]) for r in retry]
-            again = self.runner.run(keys)
-            for first, record in zip(retry, again):
-                if not record.get("missing"):
-                    results[first["key"]] = (record, judge_run(record, self.opts))
-        return [results[key] for key, _group in items]
+                retry.append(i)
+        if retry:
+            # Live: run once more. Replaying: the retries the live run made are in the capture too.
+            again = self.runner.run([(raw_key_retry(items[i][0]), records[i]["nodes"]) for i in retry])
+            for i, record in zip(retry, again):
+                if not (self.opts.get("replay_dir") and record.get("missing")):
+                    results[i] = (record, judge_run(record, self.opts))
+        return results
 
     def run_round(self, groups):
         self.round_no += 1

@@ -10,6 +10,7 @@ replaying, the same outputs read back from a past run's capture instead of launc
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import copy
 import json
 import os
 import signal
@@ -21,7 +22,45 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guar
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 
 STAGE = "fabric"
-_RAW_FOLDER = os.path.join("raw", "_" + STAGE)
+
+# The argument spec of the nccl-tests launch and planner options the controller stages that run
+# nccl-tests groups share (fabric_burnin, nvlink_burnin; documented in doc_fragments/nccl_launch),
+# and the bounds each module checks at the door (_records.door_problem).
+LAUNCH_SPEC = dict(
+    binary=dict(type="str", default="all_reduce_perf"),
+    args=dict(type="list", elements="str", default=["-b", "8M", "-e", "8G", "-f", "2"]),
+    launcher=dict(type="str", choices=["srun", "mpirun"], default="srun"),
+    launcher_args=dict(type="list", elements="str", default=[]),
+    mpi=dict(type="str", default=""),
+    tasks_per_node=dict(type="int", default=8),
+    gpus_per_process=dict(type="int", default=1),
+    gpus_per_node=dict(type="int", default=8),
+    gpus_per_node_flag=dict(type="bool", default=True),
+    timeout=dict(type="int", default=900),
+    concurrency=dict(type="int", default=16),
+    mode=dict(type="str", choices=["adaptive", "exhaustive", "halving"], default="adaptive"),
+    max_rounds=dict(type="int", default=0),
+    seed=dict(type="int", default=0),
+    preflight=dict(type="bool", default=True),
+    preflight_args=dict(type="list", elements="str",
+                        default=["-b", "8", "-e", "8", "-f", "2", "-n", "1", "-w", "0", "-c", "1"]),
+    preflight_timeout=dict(type="int", default=120),
+    localize=dict(type="dict", default={}),
+    max_busbw=dict(type="float", default=0),
+    environment=dict(type="dict", default={}),
+    replay_dir=dict(type="path", default=""),
+    raw_dir=dict(type="path", default=""),
+)
+LAUNCH_BOUNDS = {"tasks_per_node": (1, 4096), "gpus_per_process": (1, 4096), "gpus_per_node": (1, 4096),
+                 "timeout": (1, 7 * 24 * 3600), "concurrency": (1, 4096), "preflight_timeout": (1, 7 * 24 * 3600),
+                 "max_rounds": (0, 10 ** 4)}
+
+
+def launch_spec(**more):
+    """LAUNCH_SPEC (a copy: AnsibleModule may fill it in) with a module's own options."""
+    spec = copy.deepcopy(LAUNCH_SPEC)
+    spec.update(more)
+    return spec
 
 
 def launched_ranks(group, opts):
@@ -103,6 +142,10 @@ class Runner(object):
         self.raw = {}
         self.replay_dir = opts.get("replay_dir") or ""
         self.raw_dir = opts.get("raw_dir") or ""
+        # The controller stage whose raw outputs these are (raw/_<stage>/, results.json raw[_<stage>]),
+        # and a prefix that keeps one stage's several runners apart (an NVLink domain's runs).
+        self.stage = opts.get("stage") or STAGE
+        self.prefix = opts.get("key_prefix") or ""
         self._index = None
         self._lock = threading.Lock()
         self.guard = None if self.replay_dir else _guard.Guard().start()
@@ -113,15 +156,15 @@ class Runner(object):
             self._index = {}
             try:
                 with open(os.path.join(self.replay_dir, "results.json")) as handle:
-                    self._index = (json.load(handle).get("raw") or {}).get("_" + STAGE) or {}
+                    self._index = (json.load(handle).get("raw") or {}).get("_" + self.stage) or {}
             except (IOError, OSError, ValueError, AttributeError):
                 self._index = {}
         return self._index
 
     def _replayed(self, key, group):
-        folder = os.path.join(self.replay_dir, _RAW_FOLDER)
+        folder = os.path.join(self.replay_dir, "raw", "_" + self.stage)
         if not os.path.isdir(folder):
-            folder = os.path.join(self.replay_dir, "_" + STAGE)
+            folder = os.path.join(self.replay_dir, "_" + self.stage)
         path = os.path.join(folder, key + ".txt")
         if not os.path.isfile(path):
             return {"output": "", "rc": None, "seconds": None, "timed_out": False, "error": None, "missing": True}
@@ -163,6 +206,7 @@ class Runner(object):
         slots = threading.Semaphore(max(1, int(self.opts.get("concurrency") or 1)))
 
         def worker(i, key, group, argv=None, timeout=None):
+            key = self.prefix + key
             with slots:
                 argv = argv or group_command(group, self.opts)
                 try:

@@ -69,6 +69,13 @@ RULES = (
                                             "not its trays one by one"),
     ("nvlink_domain", "nvlink_domain.imex", "restart nvidia-imex on the trays it names and check nodes_config.cfg, "
                                             "then re-run with --tags gpu_health"),
+    ("nvlink_domain", "nvlink_domain.tray", "ticket the tray's NVLink connection to the switch trays (cable "
+                                            "cartridge, switch-tray port), re-run with --tags gpu_health,nvlink"),
+    ("nvlink_domain", "nvlink_domain.mnnvl", "fix what it names (the slow trays, IMEX channels and "
+                                             "NCCL_MNNVL_ENABLE, the switch trays), "
+                                             "re-run: --tags gpu_health,nvlink"),
+    ("nvlink_domain", "nvlink_domain.infiniband", "re-run the pairs with --tags fabric to pin the tray's NICs or "
+                                                  "the leaf"),
     ("nvlink_domain", "nvlink_domain.size", "check which rack's fabric the surplus trays are cabled to (a ticket "
                                             "for the provider)"),
     ("dcgm", None, "RMA the GPU that failed the DCGM diagnostic (re-run with --tags dcgm to confirm)"),

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """nvbandwidth: GPU-to-GPU copy bandwidth inside a node, parsed and judged per GPU pair.
 
-The format (v0.2-v0.8; one block per test)::
+The format (v0.2-v0.10; one block per test)::
 
     nvbandwidth Version: v0.8
     ...
@@ -16,8 +16,12 @@ The format (v0.2-v0.8; one block per test)::
 
     SUM device_to_device_memcpy_read_ce 715.53
 
-parse_nvbandwidth(text) -> {version, devices, tests: {name: {title, columns, matrix: {row: {col:
-GB/s or None}}, sum, waived}}, errors}: a matrix whose ``Running`` line is missing takes its name
+v0.8-v0.9 print the host's name on a line of its own before the devices; v0.9 adds
+``COEFFICIENT_OF_VARIATION <test> <x>`` after a SUM; v0.10 prints ``CUDA Driver Version (API):`` and
+no device list; bidirectional tests print three matrices (Read1/Read2/Total, ``SUM <test>_read1`` ...).
+
+parse_nvbandwidth(text) -> {version, hostname, devices, tests: {name: {title, columns, matrix: {row: {col:
+GB/s or None}}, sum, cv, waived}}, errors}: a matrix whose ``Running`` line is missing takes its name
 from its SUM line; a test without its SUM line did not finish (an ASSERT, a CUDA error): it stays
 in ``tests`` with ``sum`` None and its lines in ``errors``.
 
@@ -42,8 +46,15 @@ CHECK = "nvlink.bandwidth"
 TOOL = "nvbandwidth"
 TEST = "device_to_device_memcpy_read_ce"
 PEER_FRACTION = 0.85
+# v0.10 prints "CUDA Runtime Version: 13.3 (13030)" and "CUDA Driver Version (API): 13.3 (13030)".
 _HEADER = re.compile(r"^(nvbandwidth Version:|Built from Git version:|NOTE:|Additional system-specific|"
-                     r"CUDA Runtime Version:|CUDA Driver Version:|Driver Version:|MPI version:|Process \d+ |\.\.\.$)")
+                     r"Performance can vary|CUDA Runtime Version:|CUDA Driver Version( \(API\))?:|Driver Version:|"
+                     r"MPI version:|Process \d+ |\.\.\.$)")
+# v0.8-v0.9 print the host's name alone on a line before the device list.
+_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+# v0.9+: the spread of a test's result after its SUM (v0.10: run to run), e.g.
+# "COEFFICIENT_OF_VARIATION device_to_device_memcpy_read_ce 0.00".
+_CV = re.compile(r"^COEFFICIENT_OF_VARIATION (\w+) (\d+(?:\.\d+)?)$")
 _DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F:.]+)\))?$")
 _RUNNING = re.compile(r"^Running (\w+)\.$")
 _TITLE = re.compile(r"^memcpy (CE|SM) .*bandwidth \(GB/s\)$")
@@ -53,19 +64,27 @@ _SUM = re.compile(r"^SUM (\w+) (\d+(?:\.\d+)?)$")
 
 
 def _new_test():
-    return {"title": None, "columns": [], "matrix": {}, "sum": None, "waived": False, "lines": []}
+    return {"title": None, "columns": [], "matrix": {}, "sum": None, "cv": None, "waived": False, "lines": []}
 
 
 @capped(8)
 def parse_nvbandwidth(text):
     """See the module docstring; never raises."""
-    result = {"version": None, "devices": {}, "tests": {}, "errors": []}
+    result = {"version": None, "hostname": None, "devices": {}, "tests": {}, "errors": []}
     current, name = None, None
     for number, raw in enumerate((text or "").splitlines(), 1):
         line = raw.strip()
         if not line or _HEADER.match(line):
             if line.startswith("nvbandwidth Version:"):
                 result["version"] = line.split(":", 1)[1].strip()
+            continue
+        if current is None and not result["tests"] and not result["devices"] and _HOSTNAME.match(line) \
+                and not _RUNNING.match(line):
+            result["hostname"] = line
+            continue
+        match = _CV.match(line)
+        if match and match.group(1) in result["tests"]:
+            result["tests"][match.group(1)]["cv"] = float(match.group(2))
             continue
         match = _DEVICE.match(line)
         if match:

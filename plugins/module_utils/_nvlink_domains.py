@@ -29,7 +29,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
-    ERROR, FAIL, PASS, check_result, join_names, profile_get, warning_result)
+    ERROR, FAIL, PASS, check_result, fmt_num, join_names, profile_get, warning_result)
 
 STAGE = "nvlink_domain"
 TP_SIZES = (4, 8, 16, 32, 64)
@@ -175,8 +175,71 @@ def statement(doc, outside):
     return text
 
 
-def judge_nvlink_domains(states, profile):
-    """The nvlink_domain stage result ({stage, checks, failed_nodes, document}); None off rack profiles."""
+def domain_trays(states):
+    """{domain: [trays that passed every per-node stage]}: what the multi-node NVLink runs test
+    (_nvlink_burnin), from the trays' own outputs."""
+    out = {}
+    for node, state in sorted((states or {}).items()):
+        domain, ok, _status = _tray(state)
+        if domain and ok:
+            out.setdefault(domain, []).append(node)
+    return out
+
+
+def _measured(state):
+    """A tray that reported something: a stage that passed, failed or errored (a replay of a tray
+    the live run never reached has every stage skipped, not captured)."""
+    stages = (state or {}).get("stages") or {}
+    return any((s or {}).get("status") in (PASS, FAIL, ERROR) for s in stages.values())
+
+
+def _lost_racks(states, racks, size):
+    """Racks (the inventory's block or rack labels) whose every tray never reported: one rack-level
+    fault each (power, cooling, the rack's network), not one unreachable tray per tray."""
+    if not any(_measured(s) for s in (states or {}).values()):
+        return [], []  # no per-node stage ran (--tags fabric): nobody reported, and that is no fault
+    by_rack = {}
+    for node, label in sorted((racks or {}).items()):
+        if label not in (None, "") and node in (states or {}):
+            by_rack.setdefault(str(label), []).append(node)
+    checks = []
+    for label, trays in sorted(by_rack.items()):
+        if len(trays) < 2 or (size and len(trays) < max(2, size // 2)) or any(_measured(states.get(t)) for t in trays):
+            continue
+        checks.append(check_result(
+            STAGE + ".rack", FAIL, "all %d trays of rack %s (its inventory label) are unreachable at once, no output "
+            "from any of them: a rack-level fault (the rack's power, cooling or network), not %d tray faults"
+            % (len(trays), label, len(trays)), {"nodes": trays, "rack": label, "checks": ["unreachable"]},
+            "rack %s" % label, evidence=["%s: no stage reported" % join_names(trays, limit=24)]))
+    return checks, [{"rack": c["metrics"]["rack"], "trays": c["metrics"]["nodes"]} for c in checks]
+
+
+def _mnnvl_rows(mnnvl):
+    """The measured rows of the multi-node NVLink runs (_nvlink_burnin) for the document."""
+    keys = ("domain", "label", "status", "busbw", "ib_busbw", "floor", "fell_back", "rack_fault", "slow_trays", "rounds")
+    return [dict((k, row.get(k)) for k in keys) for row in (mnnvl or {}).get("domains") or [] if isinstance(row, dict)]
+
+
+def _mnnvl_text(row):
+    if row["busbw"] is None:
+        return "%s not measured (%s)" % (row["label"], row["status"])
+    text = "%s %s GB/s" % (row["label"], fmt_num(row["busbw"]))
+    if row["ib_busbw"] is not None:
+        text += " (InfiniBand only %s)" % fmt_num(row["ib_busbw"])
+    if row["fell_back"]:
+        text += ", fell back to InfiniBand"
+    elif row["rack_fault"]:
+        text += ", a rack-level fault"
+    elif row["slow_trays"]:
+        text += ", slow: %s" % join_names(row["slow_trays"])
+    return text
+
+
+def judge_nvlink_domains(states, profile, mnnvl=None, racks=None):
+    """The nvlink_domain stage result ({stage, checks, failed_nodes, document}); None off rack profiles.
+
+    mnnvl: the multi-node NVLink stage's result (_nvlink_burnin), whose unusable trays the capacity
+    leaves out; racks: {node: inventory rack/block label}, for racks lost at once."""
     if profile_get(profile, "nvlink.fabric") != "rack":
         return None
     size = profile_get(profile, "nvlink.domain_trays")
@@ -193,11 +256,21 @@ def judge_nvlink_domains(states, profile):
     groups = dict(("of NVLink domain %s" % d, trays) for d, trays in domains.items())
     if outside:
         groups["registered in no NVLink domain"] = outside
+    lost_checks, lost = _lost_racks(states, racks, size)
     checks = _membership(domains) + _sizes(domains, size) + _rack_faults(groups, states, size) + _imex(domains, states)
+    checks += lost_checks
     passed -= set(c["component"] for c in checks if c["check"] == STAGE + ".membership")  # misplaced: not usable
+    passed -= set((mnnvl or {}).get("unusable") or [])  # slow over multi-node NVLink, or a domain that fell back
     doc = capacity(domains, passed, gpus_per_tray, size)
     doc["outside"] = outside
     doc["statement"] = statement(doc, outside)
+    rows = _mnnvl_rows(mnnvl)
+    if rows:
+        doc["mnnvl"] = rows
+        doc["statement"] += "; multi-node NVLink: " + "; ".join(_mnnvl_text(r) for r in rows)
+    if lost:
+        doc["lost_racks"] = lost
+        doc["statement"] += "; lost at once: " + ", ".join("rack %s (%d trays)" % (r["rack"], len(r["trays"])) for r in lost)
     checks.append(check_result(STAGE + ".capacity", PASS, doc["statement"],
                                {"full_domains": doc["full_domains"], "tp_groups": doc["tp_groups"]}))
     for check in checks:

@@ -27,6 +27,8 @@ __metaclass__ = type
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist, natural_key
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topology import parse_slurm_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import (
+    parse_scontrol_show_topology, shown_blocks)
 
 
 def _block(document):
@@ -78,6 +80,15 @@ def blocks_from_domains(document):
 
 
 def _file_blocks(conf_text):
+    """{block: [trays]} of a topology/block file, or of ``scontrol show topology`` in its block
+    form (what a running slurmctld uses: told apart by its BlockIndex= fields)."""
+    if "BlockIndex=" in conf_text:
+        shown = parse_scontrol_show_topology(conf_text)
+        blocks = shown_blocks(shown)
+        problems = [str(p) for p in shown.get("errors") or []]
+        if not blocks and not problems:
+            problems.append("scontrol show topology printed no BlockName= line: not topology/block")
+        return blocks, problems
     parsed = parse_slurm_topology(conf_text)
     blocks = {}
     for record in parsed.get("blocks") or []:

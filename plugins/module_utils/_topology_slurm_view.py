@@ -33,19 +33,41 @@ DEFAULT_CROSS_LEAF_RATIO = 0.8
 _SHOWN = re.compile(r"(\w+)=(\S*)")
 
 
-def parse_scontrol_show_topology(text):
-    """``scontrol show topology`` -> {switches: [{name, level, link_speed, nodes, switches}]}.
+def _block_entry(line, number, result):
+    """One topology/block line of ``scontrol show topology`` (topology_block.c _print_topo_record):
+    ``BlockName=b1 BlockIndex=0 Nodes=gpu[001-018] BlockSize=18`` (24.11+; 23.11/24.05 print no
+    BlockSize; 25.05+ leave Nodes out of an empty block), and from 24.11 the aggregated levels after
+    the base blocks, ``AggregatedBlock=b[1-2] BlockIndex=2 Nodes=... BlockSize=36``."""
+    fields = dict((key.lower(), value) for key, value in _SHOWN.findall(line))
+    aggregated = "aggregatedblock" in fields
+    entry = {"name": fields.get("aggregatedblock" if aggregated else "blockname"), "aggregated": aggregated,
+             "index": int(fields["blockindex"]) if fields.get("blockindex", "").isdigit() else None,
+             "size": int(fields["blocksize"]) if fields.get("blocksize", "").isdigit() else None,
+             "nodes": [], "line": number}
+    try:
+        entry["nodes"] = expand_hostlist(fields["nodes"]) if fields.get("nodes") not in (None, "", "(null)") else []
+    except ValueError as exc:
+        result["errors"].append("line %d: %s" % (number, exc))
+    result["blocks"].append(entry)
 
-    ``nodes`` of an upper switch are all nodes below it (Slurm prints them so); ``leaf`` tells
-    switches without child switches.
+
+def parse_scontrol_show_topology(text):
+    """``scontrol show topology`` -> {switches: [{name, level, link_speed, nodes, switches}], blocks: [...]}.
+
+    topology/tree: ``nodes`` of an upper switch are all nodes below it (Slurm prints them so);
+    ``leaf`` tells switches without child switches. topology/block: ``blocks`` [{name, index, nodes,
+    size, aggregated}] (_block_entry).
     """
-    result = new_result(switches=[])
+    result = new_result(switches=[], blocks=[])
     for number, line in enumerate(lines_of(text or ""), 1):
         line = line.strip()
         if not line:
             continue
+        if line.startswith(("BlockName=", "AggregatedBlock=")):
+            _block_entry(line, number, result)
+            continue
         if not line.startswith("SwitchName="):
-            result["warnings"].append("line %d: not a switch line: %r" % (number, line[:120]))
+            result["warnings"].append("line %d: not a switch or block line: %r" % (number, line[:120]))
             continue
         fields = dict((key.lower(), value) for key, value in _SHOWN.findall(line))
         entry = {"name": fields.get("switchname"), "level": None, "link_speed": None,
@@ -61,9 +83,19 @@ def parse_scontrol_show_topology(text):
             result["errors"].append("line %d: %s" % (number, exc))
         entry["leaf"] = not entry["switches"]
         result["switches"].append(entry)
-    if not result["switches"] and not result["errors"]:
+    if not result["switches"] and not result["blocks"] and not result["errors"]:
         result["errors"].append("no SwitchName= line: is TopologyPlugin=topology/tree set?")
     return result
+
+
+def shown_blocks(shown):
+    """{base block: [nodes]} of a parse_scontrol_show_topology result (aggregated levels left out:
+    they are unions of the base blocks)."""
+    out = {}
+    for block in shown.get("blocks") or []:
+        if not block["aggregated"] and block["name"]:
+            out.setdefault(block["name"], []).extend(block["nodes"])
+    return out
 
 
 def compare_topology(shown, expected):

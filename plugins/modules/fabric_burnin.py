@@ -34,66 +34,6 @@ options:
     description: Per node, a dict with C(leaf) (the leaf switch); nodes without one share a leaf.
     type: dict
     default: {}
-  binary:
-    description: The nccl-tests binary, for example C(/opt/nccl-tests/build/all_reduce_perf).
-    type: str
-    default: all_reduce_perf
-  args:
-    description: Arguments before C(-g).
-    type: list
-    elements: str
-    default: [-b, 8M, -e, 8G, -f, "2"]
-  launcher:
-    description: How ranks are started.
-    type: str
-    choices: [srun, mpirun]
-    default: srun
-  launcher_args:
-    description: Extra launcher arguments (for example C(--partition=gpu) or C(--account=x)).
-    type: list
-    elements: str
-    default: []
-  mpi:
-    description: C(srun --mpi) value (for example C(pmix)); empty for Slurm's default.
-    type: str
-    default: ""
-  tasks_per_node:
-    description: Processes per node.
-    type: int
-    default: 8
-  gpus_per_process:
-    description: GPUs per process (nccl-tests C(-g)).
-    type: int
-    default: 1
-  gpus_per_node:
-    description: GPUs per node, for C(srun --gpus-per-node).
-    type: int
-    default: 8
-  gpus_per_node_flag:
-    description: Pass C(--gpus-per-node) to srun (needs GPUs configured as GRES in Slurm).
-    type: bool
-    default: true
-  timeout:
-    description: Seconds after which a group's run is killed and counted as a hang (1 to 604800, a week).
-    type: int
-    default: 900
-  concurrency:
-    description: Groups of a round running at the same time.
-    type: int
-    default: 16
-  mode:
-    description: Planner, C(adaptive) (fewest rounds), C(exhaustive) (every pair), C(halving) (bisection).
-    type: str
-    choices: [adaptive, exhaustive, halving]
-    default: adaptive
-  max_rounds:
-    description: Round limit; 0 for the mode's default.
-    type: int
-    default: 0
-  seed:
-    description: Seed for the planner's random choices (runs are reproducible per seed).
-    type: int
-    default: 0
   floor:
     description: Bus bandwidth (GB/s) below which a multi-node run is low; 0 for peers only.
     type: float
@@ -114,50 +54,12 @@ options:
     description: The most each counter may rise during the stage (the profile's C(infiniband.counter_limits)); null - not judged.
     type: dict
     default: {}
-  preflight:
-    description:
-      - Prove the launcher first - C(srun --mpi=list) must offer the O(mpi) plugin, and the binary
-        launched on two nodes, one rank each, must report 2 ranks. A missing plugin (PMIx) or a
-        broken launch ends the stage as a launcher error before any bandwidth is judged.
-    type: bool
-    default: true
-  preflight_args:
-    description: nccl-tests arguments of the 2-rank launch (before C(-g 1)).
-    type: list
-    elements: str
-    default: [-b, "8", -e, "8", -f, "2", -n, "1", -w, "0", -c, "1"]
-  preflight_timeout:
-    description: Seconds before each preflight run is killed (1 to 604800).
-    type: int
-    default: 120
-  localize:
-    description: Planner settings (min_rel_drop, mad_z, min_peers, oversubscription, cross_fraction, max_retests).
-    type: dict
-    default: {}
   environment:
     description: Environment for the launcher (for example C(SLURM_CONF)).
     type: dict
     default: {}
-  max_busbw:
-    description:
-      - Bus bandwidth (GB/s) above which a multi-node result is physically implausible (the
-        profile's C(nccl.busbw_max_multi_node)); such a run measured nothing. 0 for no bound.
-    type: float
-    default: 0
-  replay_dir:
-    description:
-      - Judge the captured outputs of a past run instead of launching anything - its artifact
-        directory (C(raw/_fabric/<key>.txt) and the exit codes in its C(results.json)). The planner
-        asks for the same groups the live run did; a group the capture does not hold is reported
-        as not replayable, never as slow.
-    type: path
-    default: ""
-  raw_dir:
-    description:
-      - Write each run's output here (C(<key>.txt)) as soon as it finishes, so that a run killed
-        later keeps every group that ran. Usually C($GPUCLUSTER_RUN_DIR/raw/_fabric).
-    type: path
-    default: ""
+extends_documentation_fragment:
+  - gpucluster.acceptance.nccl_launch
 author: gpucluster.acceptance maintainers (@gpucluster)
 """
 
@@ -189,49 +91,24 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric, _localize
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import LAUNCH_BOUNDS, launch_spec
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._records import door_problem
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=launch_spec(
             nodes=dict(type="list", elements="str", required=True),
             topology=dict(type="dict", default={}),
-            binary=dict(type="str", default="all_reduce_perf"),
-            args=dict(type="list", elements="str", default=["-b", "8M", "-e", "8G", "-f", "2"]),
-            launcher=dict(type="str", choices=["srun", "mpirun"], default="srun"),
-            launcher_args=dict(type="list", elements="str", default=[]),
-            mpi=dict(type="str", default=""),
-            tasks_per_node=dict(type="int", default=8),
-            gpus_per_process=dict(type="int", default=1),
-            gpus_per_node=dict(type="int", default=8),
-            gpus_per_node_flag=dict(type="bool", default=True),
-            timeout=dict(type="int", default=900),
-            concurrency=dict(type="int", default=16),
-            mode=dict(type="str", choices=["adaptive", "exhaustive", "halving"], default="adaptive"),
-            max_rounds=dict(type="int", default=0),
-            seed=dict(type="int", default=0),
             floor=dict(type="float", default=0),
             full_allocation=dict(type="bool", default=True),
             counters_root=dict(type="str", default=""),
             counter_limits=dict(type="dict", default={}),
-            preflight=dict(type="bool", default=True),
-            preflight_args=dict(type="list", elements="str",
-                                default=["-b", "8", "-e", "8", "-f", "2", "-n", "1", "-w", "0", "-c", "1"]),
-            preflight_timeout=dict(type="int", default=120),
-            localize=dict(type="dict", default={}),
-            environment=dict(type="dict", default={}),
-            max_busbw=dict(type="float", default=0),
-            replay_dir=dict(type="path", default=""),
-            raw_dir=dict(type="path", default=""),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    problem = door_problem(params, {"tasks_per_node": (1, 4096), "gpus_per_process": (1, 4096),
-                                    "gpus_per_node": (1, 4096), "timeout": (1, WEEK), "concurrency": (1, 4096),
-                                    "preflight_timeout": (1, WEEK), "max_rounds": (0, 10 ** 4)}, module.check_mode)
+    problem = door_problem(params, LAUNCH_BOUNDS, module.check_mode)
     if problem:
         module.fail_json(msg="fabric_burnin: %s" % problem)
     opts = dict(params)

@@ -88,13 +88,16 @@ def main():
     try:
         mode = int(module.params["mode"], 8)
     except ValueError:
-        module.fail_json(msg="mode must be an octal mode such as '0644', got %r" % module.params["mode"])
+        mode = -1
+    if not 0 <= mode <= 0o7777:  # os.open takes a C int: '147602206330' was an OverflowError traceback
+        module.fail_json(msg="mode must be an octal file mode such as '0644' (0000 to 7777), got %r"
+                         % module.params["mode"])
         return
     lines = [history_line(entry) for entry in entries]
     if entries and not module.check_mode:
         try:
             append_lines(path, entries, mode)
-        except (IOError, OSError) as exc:
+        except (IOError, OSError, ValueError) as exc:  # ValueError: a path with a NUL byte
             module.fail_json(msg="cannot append to %s: %s" % (path, exc))
     output = dict(changed=bool(entries), appended=len(entries), lines=[line.rstrip("\n") for line in lines])
     if module._diff:

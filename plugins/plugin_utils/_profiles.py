@@ -66,6 +66,8 @@ SCHEMA = {
         "domain_trays": (("null", ("int", 1, 1024)), False),
         # nvbandwidth device_to_device_memcpy_read_ce per GPU pair (GB/s, nvlink.bandwidth); null: no floor.
         "d2d_read_ce_gb_s_min": (("null", ("num", 0, None)), False),
+        # all_reduce_perf busbw of a domain's trays over multi-node NVLink (GB/s, nvlink_domain.mnnvl); null: no floor.
+        "mnnvl_busbw_min": (("null", ("num", 0, 100000)), False),
     }), False),
     # RDMA pair stage (roles/check_rdma): low below min_fraction of the ports' rate.
     "rdma": (("dict", {

@@ -42,10 +42,48 @@ def render_nvlink(view):
             "TP%s: %s" % (size_, n) for size_, n in sorted(groups.items(), key=lambda kv: int(kv[0])))))
     if block.get("outside"):
         parts.append("<p>Trays registered in no NVLink domain: %s</p>" % esc(", ".join(block["outside"])))
+    parts.extend(_mnnvl_table(block.get("mnnvl") or []))
+    for lost in block.get("lost_racks") or []:
+        parts.append("<p>Rack %s lost at once (every tray unreachable): %s</p>" % (
+            esc(lost.get("rack")), esc(", ".join(lost.get("trays") or []))))
     if view["problems"]:
         parts.append("<ul>%s</ul>" % "".join("<li><code>%s</code> %s</li>" % (esc(c.get("check")), esc(c.get("message")))
                                              for c in view["problems"]))
     return "\n".join(parts)
+
+
+def _gbs(value):
+    return "-" if value is None else "%.0f GB/s" % value
+
+
+def _mnnvl_table(rows):
+    """Multi-node NVLink per domain beside the same trays over InfiniBand only (two columns, never one)."""
+    if not rows:
+        return []
+    body = []
+    for row in rows:
+        verdict = "fell back to InfiniBand" if row.get("fell_back") else "rack-level fault" if row.get("rack_fault") \
+            else ("slow: " + ", ".join(row.get("slow_trays"))) if row.get("slow_trays") else row.get("status")
+        body.append("<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+            esc(row.get("label")), esc(row.get("domain")), esc(_gbs(row.get("busbw"))), esc(_gbs(row.get("floor"))),
+            esc(_gbs(row.get("ib_busbw"))), esc(str(row.get("rounds"))), esc(verdict)))
+    return ["<h3>Multi-node NVLink across each domain's trays</h3>",
+            "<table><tr><th>domain</th><th>ClusterUUID.CliqueId</th><th>busbw over NVLink (NCCL_MNNVL_ENABLE=1)</th>"
+            "<th>NVLink floor</th><th>busbw over InfiniBand only</th><th>rounds</th><th>verdict</th></tr>%s</table>"
+            % "".join(body)]
+
+
+def _mnnvl_families(block, family):
+    busbw = family("nvlink_domain_busbw_gb_s", "gauge", "all_reduce_perf bus bandwidth of an NVLink domain's trays "
+                                                        "together, over multi-node NVLink (path nvlink) and over "
+                                                        "InfiniBand only (path infiniband).")
+    slow = family("nvlink_domain_slow_trays", "gauge", "Trays pinned slow over multi-node NVLink inside their domain.")
+    for row in block.get("mnnvl") or []:
+        for path, key in (("nvlink", "busbw"), ("infiniband", "ib_busbw")):
+            if row.get(key) is not None:
+                busbw.add(row[key], domain=row.get("domain"), path=path)
+        slow.add(len(row.get("slow_trays") or []), domain=row.get("domain"))
+    return [busbw, slow] if block.get("mnnvl") else []
 
 
 def nvlink_families(document, family):
@@ -67,4 +105,4 @@ def nvlink_families(document, family):
     for size, count in sorted((block.get("tp_groups") or {}).items(), key=lambda kv: int(kv[0])):
         groups.add(count, tp=size)
     full.add(block.get("full_domains") or 0)
-    return [trays, gpus, groups, full]
+    return [trays, gpus, groups, full] + _mnnvl_families(block, family)

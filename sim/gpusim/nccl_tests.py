@@ -174,19 +174,21 @@ def _mnnvl(spec, states, nodes):
 
     Rack profiles only, unless NCCL_MNNVL_ENABLE=0 (NCCL's default, 2, uses it where it works): every
     GPU of every node registered in one clique (a misplaced or unregistered tray leaves the run on
-    InfiniBand), no stopped IMEX daemon in the rack; half the rate where a tray's fabric reports its
-    bandwidth degraded (an NVLink switch tray down)."""
+    InfiniBand), no stopped IMEX daemon on a tray of the run (its peers' daemons still serve each
+    other); half the rate where a tray's fabric reports its bandwidth degraded (an NVLink switch tray
+    down); an nvlink_slow fault on a tray of the run (or its rack) scales it by its factor."""
     if spec.hw.get("fabric") != "rack" or os.environ.get("NCCL_MNNVL_ENABLE", "2") == "0":
         return 0
     infos = [states[n].fabric(g.slot) for n in nodes for g in states[n].visible_gpus]
     domains = set((i["state"], i["status"], str(i["cluster_uuid"]), i["clique_id"]) for i in infos)
     if len(domains) != 1 or list(domains)[0][:2] != ("Completed", "Success") or not list(domains)[0][3]:
         return 0
-    rack = set(spec.node_index(n) // spec.rack_trays for n in nodes)
-    down = set(spec.node_index(f["node"]) // spec.rack_trays for f in spec.faults_for(kind="imex_down"))
-    if rack & down:
+    if set(nodes) & set(f["node"] for f in spec.faults_for(kind="imex_down")):
         return 0
-    return 0.5 if any(dict(i["health"]).get("Bandwidth") == "Degraded" for i in infos) else 1.0
+    racks = set(spec.node_index(n) // spec.rack_trays + 1 for n in nodes)
+    slow = [f["factor"] for f in spec.faults_for(kind="nvlink_slow") if f["node"] in nodes or f["rack"] in racks]
+    share = 0.5 if any(dict(i["health"]).get("Bandwidth") == "Degraded" for i in infos) else 1.0
+    return share * min(slow + [1.0])
 
 
 def report(tool, opts, procs, states, spec, seed_key, wrong_cfg, this_proc):  # noqa: C901

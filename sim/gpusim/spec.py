@@ -111,6 +111,11 @@ FAULTS = {
     # A tray's IMEX daemon stopped: nvidia-imex-ctl -N fails there; its rack peers show it UNAVAILABLE,
     # its connections I and the IMEX domain DEGRADED (rack-scale profiles).
     "imex_down": (("node",), {}),
+    # NVLink traffic between trays at this fraction of the rate (rack-scale profiles): every link up,
+    # the registration and its Health block clean, only a multi-node NVLink run including the tray
+    # (node) or any tray of the rack (rack, 1-based) is slower: a marginal NVLink cable cartridge or
+    # switch-tray port, CRC replays. Found only by measuring across the trays (the nvlink_domain stage).
+    "nvlink_slow": (("factor",), {"node": None, "rack": None}),
     "gpu_missing": (("node", "gpu"), {}),
     "ecc_uncorrectable": (("node", "gpu"), {"count": 1}),
     "row_remap_pending": (("node", "gpu"), {}),
@@ -502,6 +507,21 @@ def _health_check(health, path, fail, integer):
     return {"program": str(program_path), "interval": interval}
 
 
+def _fabric_fault(out, key, fail, gpu_index):
+    """A fabric fault's GPU, state, clique and Health rows."""
+    if out["gpu"] is not None:
+        gpu_index(out["gpu"], "gpu")
+    if out["state"] not in FABRIC_STATES:
+        fail(key + ".state", "must be one of %s, got %s" % (", ".join(FABRIC_STATES), _show(out["state"])))
+    if out["clique_id"] is not None and not (_is_int(out["clique_id"]) and 0 <= out["clique_id"] < 1 << 32):
+        fail(key + ".clique_id", "must be a whole number 0..2^32-1, got %s" % _show(out["clique_id"]))
+    health = out["health"] or {}
+    if not isinstance(health, dict) or any(k not in FABRIC_HEALTH_ROWS or not isinstance(v, str)
+                                           for k, v in health.items()):
+        fail(key + ".health", "must map Health rows (%s) to the text shown, got %s"
+             % (", ".join(FABRIC_HEALTH_ROWS), _show(out["health"])))
+
+
 def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, fail,  # noqa: C901
            rack_trays=18):
     key = "faults[%d]" % i
@@ -558,23 +578,16 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
             fail(key + ".link", "must be NV1..NV%d (fewer links than the healthy NV%d) or one of %s, got %s"
                  % (hw["nvlink"] - 1, hw["nvlink"], "/".join(_TOPO_LINKS), _show(out["link"])))
         out["link"] = link
-    elif kind == "fabric":
+    elif kind in ("fabric", "nvlink_slow"):
         if (out["node"] is None) == (out["rack"] is None):
             fail(where, "names a node or a rack (1-based), one of them")
         if out["rack"] is not None and not (_is_int(out["rack"]) and 1 <= out["rack"] <= -(-len(names) // rack_trays)):
             fail(key + ".rack", "must be a rack number 1..%d (%d trays per rack), got %s"
                  % (-(-len(names) // rack_trays), rack_trays, _show(out["rack"])))
-        if out["gpu"] is not None:
-            gpu_index(out["gpu"], "gpu")
-        if out["state"] not in FABRIC_STATES:
-            fail(key + ".state", "must be one of %s, got %s" % (", ".join(FABRIC_STATES), _show(out["state"])))
-        if out["clique_id"] is not None and not (_is_int(out["clique_id"]) and 0 <= out["clique_id"] < 1 << 32):
-            fail(key + ".clique_id", "must be a whole number 0..2^32-1, got %s" % _show(out["clique_id"]))
-        health = out["health"] or {}
-        if not isinstance(health, dict) or any(k not in FABRIC_HEALTH_ROWS or not isinstance(v, str)
-                                               for k, v in health.items()):
-            fail(key + ".health", "must map Health rows (%s) to the text shown, got %s"
-                 % (", ".join(FABRIC_HEALTH_ROWS), _show(out["health"])))
+        if kind == "nvlink_slow":
+            out["factor"] = float(positive(out["factor"], "factor", high=1))
+        else:
+            _fabric_fault(out, key, fail, gpu_index)
     elif kind == "pcie_downtrained":
         if (out["gpu"] is None) == (out["nic"] is None):
             fail(key, "pcie_downtrained names one device: gpu (an index) or nic (mlx5_N)")

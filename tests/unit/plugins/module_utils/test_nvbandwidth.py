@@ -75,3 +75,36 @@ def test_garbage_made_of_its_words_passes_only_as_a_whole_finished_test(text):
     whole = (not parsed["errors"] and test and test["sum"] is not None and test["matrix"]
              and all(v is not None for r, cols in test["matrix"].items() for c, v in cols.items() if r != c))
     assert statuses and (whole or "pass" not in statuses), (text, statuses)
+
+
+V09 = (FIXTURES / "nvbandwidth" / "nvbandwidth_v09_rtx5060ti_2gpu_h2d_bidir.txt").read_text()
+V010 = (FIXTURES / "nvbandwidth" / "nvbandwidth_v010_b300_7gpu_full.txt").read_text()
+
+
+def test_v09_host_name_line_and_coefficient_of_variation_are_read_not_errors():
+    parsed = parse_nvbandwidth(V09)
+    assert parsed["errors"] == [] and parsed["version"] == "v0.9" and parsed["hostname"] == "archlinux"
+    assert sorted(parsed["devices"]) == [0, 1]
+    block = parsed["tests"]["host_to_device_bidirectional_memcpy_ce"]
+    assert block["sum"] == 36.0 and block["cv"] == 0.0 and block["matrix"] == {0: {0: 18.02, 1: 17.98}}
+
+
+def test_v010_layout_a_b300_node_passes_with_every_pair_read():
+    parsed = parse_nvbandwidth(V010)
+    assert parsed["errors"] == [] and parsed["version"] == "v0.10.0" and parsed["devices"] == {}
+    block = parsed["tests"]["device_to_device_memcpy_read_ce"]
+    assert block["sum"] == 32140.19 and block["cv"] == 0.0 and len(block["matrix"]) == 7
+    assert block["matrix"][6][5] == 766.21 and block["matrix"][3][3] is None
+    # a bidirectional test: three matrices, each under its own SUM key; the variation after _total only
+    assert [parsed["tests"]["device_to_device_bidirectional_memcpy_read_ce_" + k]["sum"] for k in ("read1", "read2", "total")] \
+        == [31945.78, 31924.12, 63869.9]
+    assert parsed["tests"]["device_to_device_bidirectional_memcpy_read_ce_read1"]["cv"] is None
+    assert parsed["tests"]["device_to_device_bidirectional_memcpy_read_ce_total"]["cv"] == 0.0
+    (check,) = judge_nvbandwidth(parsed, load_profile("gb200_nvl72_tray"))
+    assert check["status"] == "pass" and check["metrics"]["pairs"] == 42 and check["metrics"]["min"] == 764.16
+
+
+def test_v010_a_test_cut_off_after_its_matrix_is_still_an_error():
+    cut = V010.split("SUM device_to_device_memcpy_read_ce")[0]
+    (check,) = judge_nvbandwidth(parse_nvbandwidth(cut), load_profile("gb200_nvl72_tray"))
+    assert check["status"] == "error" and "did not finish (no SUM line)" in check["message"]

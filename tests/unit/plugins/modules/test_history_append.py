@@ -35,6 +35,15 @@ def test_check_mode_writes_nothing_and_says_what_it_would_append(capsys, tmp_pat
     assert not path.parent.exists()
 
 
-def test_a_bad_mode_fails_clearly(capsys, tmp_path):
-    result = run_module(capsys, {"path": str(tmp_path / "h"), "entries": [{}], "mode": "rw"})
-    assert result["failed"] and "mode must be an octal mode" in result["msg"]
+@pytest.mark.parametrize("mode", ["rw", "147602206330", "-644", "17777"])
+def test_a_bad_mode_fails_clearly(capsys, tmp_path, mode):
+    """'147602206330' reads as octal but is no file mode: os.open raised OverflowError (the module
+    family property found it on a clean clone)."""
+    result = run_module(capsys, {"path": str(tmp_path / "h"), "entries": [{}], "mode": mode})
+    assert result["failed"] and "mode must be an octal file mode" in result["msg"]
+    assert not (tmp_path / "h").exists()
+
+
+def test_a_path_with_a_nul_byte_fails_clearly(capsys, tmp_path):
+    result = run_module(capsys, {"path": str(tmp_path / "a\x00b"), "entries": [{}]})
+    assert result["failed"] and result["msg"].startswith("cannot append to")
