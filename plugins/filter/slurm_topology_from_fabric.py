@@ -227,7 +227,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._slurm_topol
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_common import DEFAULT_ROOT
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_model import build_topology
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import (
-    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, compare_topology, leaves_of, parse_scontrol_show_topology)
+    DEFAULT_CROSS_LEAF_RATIO, check_pair_bandwidth, compare_topology, leaves_of, parse_scontrol_show_topology,
+    tree_errors)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._filter import guarded_filters
 
 _SOURCES = ("auto", "ibnetdiscover", "parsed", "labels", "scontrol", "nvlink")
@@ -239,7 +240,7 @@ def _from_scontrol(text, nodes, expected):
                           else {"name": s["name"], "nodes": s["nodes"]} for s in shown["switches"]]}
     result = {"source": "scontrol", "plugin": "topology/tree", "model": model, "text": "",
               "problems": [], "fatal": False, "leaves": leaves_of(shown), "node_leaf": {}, "leaf_groups": {},
-              "blocks": {}, "errors": list(shown["errors"]), "warnings": list(shown["warnings"])}
+              "blocks": {}, "errors": tree_errors(shown), "warnings": list(shown["warnings"])}
     for leaf, members in result["leaves"].items():
         for node in members:
             result["node_leaf"].setdefault(node, leaf)

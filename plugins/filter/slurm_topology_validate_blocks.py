@@ -17,8 +17,10 @@ description:
     never from labels.
   - Each C(BlockName=) of the file is matched with the domain most of its trays registered in. The
     filter names the trays whose domain is another one (misplaced, with the measured domains as
-    evidence), domains split over blocks, measured trays in no block, and the file's trays no
-    domain holds.
+    evidence), domains split over blocks, measured trays in no block, the file's trays no
+    domain holds, and blocks whose domain's measured multi-node NVLink run fell back or was slow.
+  - The input may also be C(scontrol show topology) in its block form (what a running slurmctld
+    uses), told apart by its C(BlockIndex=) fields; aggregated blocks are left out.
   - An unreadable file is reported in C(problems); a results document without C(nvlink_domains)
     fails the filter, naming what to run first.
 options:
@@ -73,6 +75,13 @@ _value:
       description: Trays of the file that no measured domain holds (failed registration, or not in the run).
       type: list
       elements: string
+    slow:
+      description:
+        - Blocks whose NVLink domain did not deliver multi-node NVLink when the acceptance run measured it
+          (C(nvlink_domains.mnnvl) - fell back to InfiniBand, a rack-level fault, below the floor), each
+          C({block, domain, busbw, ib_busbw, message}); empty when the run measured none.
+      type: list
+      elements: dict
     messages:
       description: One sentence per finding.
       type: list

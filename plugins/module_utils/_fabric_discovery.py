@@ -29,7 +29,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     ERROR, PASS, SKIP, check_result)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import compress_hostlist, natural_key
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_from_fabric import model_from_fabric
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import leaves_of, parse_scontrol_show_topology
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._topology_slurm_view import (
+    leaves_of, parse_scontrol_show_topology, tree_errors)
 
 STAGE = "fabric_topology"
 SOURCES = ("ibnetdiscover", "scontrol", "labels")
@@ -74,7 +75,7 @@ def from_scontrol(text, nodes):
         for node in members:
             if node in wanted:
                 node_leaf.setdefault(node, leaf)
-    return node_leaf, list(parsed.get("errors") or []), list(parsed.get("warnings") or [])
+    return node_leaf, tree_errors(parsed), list(parsed.get("warnings") or [])
 
 
 def _command_text(record):

@@ -71,12 +71,18 @@ def group_command(group, opts):
     """argv launching the nccl-tests binary over the group's nodes (no shell involved)."""
     binary = [opts["binary"]] + [str(a) for a in opts["args"]] + ["-g", str(opts["gpus_per_process"])]
     tasks = int(opts["tasks_per_node"])
+    # Settings the ranks must see whatever the site exports (srun --export=NONE, mpirun's own
+    # environment): on the launch line, not only in the launcher's environment.
+    pinned = sorted((str(k), str(v)) for k, v in (opts.get("launch_env") or {}).items())
     if opts["launcher"] == "mpirun":
         hosts = ",".join("%s:%d" % (node, tasks) for node in group)
         return [opts.get("mpirun", "mpirun"), "-np", str(len(group) * tasks), "--host", hosts] \
+            + [a for k, v in pinned for a in ("-x", "%s=%s" % (k, v))] \
             + [str(a) for a in opts.get("launcher_args") or []] + binary
     argv = [opts.get("srun", "srun"), "--nodelist=%s" % ",".join(group), "-N%d" % len(group),
             "--ntasks-per-node=%d" % tasks, "--kill-on-bad-exit=1"]
+    if pinned:
+        argv.append("--export=ALL,%s" % ",".join("%s=%s" % kv for kv in pinned))
     if opts.get("gpus_per_node_flag"):
         argv.append("--gpus-per-node=%d" % int(opts["gpus_per_node"]))
     if opts.get("mpi"):
@@ -174,6 +180,10 @@ class Runner(object):
         if text.startswith("$ "):  # the launcher's command line the live run kept on top
             first, _sep, text = text.partition("\n")
             command = first[2:].split(" ")
+            ran = [a.split("=", 1)[1].split(",") for a in command if a.startswith("--nodelist=")]
+            if group and ran and sorted(ran[0]) != sorted(group):
+                # the capture's run of this key was over other nodes (another run's domains): not this group's
+                return {"output": "", "rc": None, "seconds": None, "timed_out": False, "error": None, "missing": True}
         meta = self._replay_index().get(key) or {}
         complete = meta.get("complete", True)
         return {"output": text, "rc": meta.get("rc", 0), "seconds": meta.get("seconds"),

@@ -78,8 +78,8 @@ def parse_nvbandwidth(text):
             if line.startswith("nvbandwidth Version:"):
                 result["version"] = line.split(":", 1)[1].strip()
             continue
-        if current is None and not result["tests"] and not result["devices"] and _HOSTNAME.match(line) \
-                and not _RUNNING.match(line):
+        if result["version"] and result["hostname"] is None and current is None and not result["tests"] \
+                and not result["devices"] and _HOSTNAME.match(line):
             result["hostname"] = line
             continue
         match = _CV.match(line)

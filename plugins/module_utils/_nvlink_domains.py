@@ -216,11 +216,14 @@ def _lost_racks(states, racks, size):
 
 def _mnnvl_rows(mnnvl):
     """The measured rows of the multi-node NVLink runs (_nvlink_burnin) for the document."""
-    keys = ("domain", "label", "status", "busbw", "ib_busbw", "floor", "fell_back", "rack_fault", "slow_trays", "rounds")
+    keys = ("domain", "label", "status", "busbw", "ib_busbw", "floor", "fell_back", "unavailable", "rack_fault",
+            "slow_trays", "rounds")
     return [dict((k, row.get(k)) for k in keys) for row in (mnnvl or {}).get("domains") or [] if isinstance(row, dict)]
 
 
 def _mnnvl_text(row):
+    if row.get("unavailable"):
+        return "%s unavailable (InfiniBand only %s)" % (row["label"], fmt_num(row["ib_busbw"]))
     if row["busbw"] is None:
         return "%s not measured (%s)" % (row["label"], row["status"])
     text = "%s %s GB/s" % (row["label"], fmt_num(row["busbw"]))

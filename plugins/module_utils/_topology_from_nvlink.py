@@ -19,7 +19,9 @@ domains come from an acceptance run's results.json (``nvlink_domains``: the tray
   ``misplaced``: a tray in a block whose domain is another one (evidence: the tray's domain and the
   block's); ``split``: a domain spread over several blocks; ``unmeasured``: trays of the file no
   domain holds (they failed registration or were not in the run); ``missing``: measured trays no
-  block holds. ``ok`` only when nothing is misplaced, split or missing.
+  block holds; ``slow``: a block whose domain's measured multi-node NVLink run (``nvlink_domains.mnnvl``)
+  fell back to InfiniBand, was a rack-level fault or was below the floor. ``ok`` only when nothing is
+  misplaced, split, missing or slow.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -141,5 +143,33 @@ def validate_blocks(conf_text, document, nodes=None):
     if result["missing"]:
         result["messages"].append("trays of a measured NVLink domain in no block: %s" % compress_hostlist(result["missing"]))
     result["unmeasured"] = sorted(set(result["unmeasured"]), key=natural_key)
-    result["ok"] = not (problems or result["misplaced"] or result["split"] or result["missing"])
+    result["slow"] = _slow_blocks(result["blocks"], document)
+    result["messages"].extend(item["message"] for item in result["slow"])
+    result["ok"] = not (problems or result["misplaced"] or result["split"] or result["missing"] or result["slow"])
     return result
+
+
+def _slow_blocks(blocks, document):
+    """Blocks whose NVLink domain did not deliver multi-node NVLink when measured (results.json
+    ``nvlink_domains.mnnvl``: fell back to InfiniBand, a rack-level fault, below the floor): the
+    block is right about the trays but a job in it gets no NVLink bandwidth. [] without measurements."""
+    rows = dict((r.get("domain"), r) for r in ((document or {}).get("nvlink_domains") or {}).get("mnnvl") or []
+                if isinstance(r, dict))
+    slow = []
+    for name, entry in sorted(blocks.items(), key=lambda kv: natural_key(kv[0])):
+        row = rows.get(entry["domain"])
+        busbw, floor = (row or {}).get("busbw"), (row or {}).get("floor")
+        if not row or (busbw is None and not row.get("unavailable")):
+            continue
+        if row.get("unavailable"):
+            why = "no bandwidth over multi-node NVLink: the run failed while InfiniBand only worked"
+        elif row.get("fell_back") or row.get("rack_fault") or (floor and busbw < floor and not row.get("slow_trays")):
+            why = "%s GB/s over multi-node NVLink, %s" % (busbw, "fell back to InfiniBand" if row.get("fell_back") else
+                                                          "a rack-level fault" if row.get("rack_fault") else
+                                                          "below the floor %s GB/s" % floor)
+        else:
+            continue
+        slow.append({"block": name, "domain": entry["domain"], "busbw": busbw, "ib_busbw": row.get("ib_busbw"),
+                     "message": "block %s (NVLink domain %s, %s) measured %s: a job in it gets no NVLink bandwidth"
+                                % (name, entry["domain"], row.get("label"), why)})
+    return slow

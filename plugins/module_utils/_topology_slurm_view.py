@@ -88,6 +88,16 @@ def parse_scontrol_show_topology(text):
     return result
 
 
+def tree_errors(shown):
+    """The errors of a parse_scontrol_show_topology result for a caller that needs a tree (leaf
+    switches): its own, and ``scontrol`` showing topology/block instead."""
+    errors = list(shown.get("errors") or [])
+    if shown.get("blocks") and not shown.get("switches"):
+        errors.append("scontrol show topology printed topology/block lines (BlockName=), no SwitchName= line: "
+                      "TopologyPlugin is topology/block, not topology/tree (no leaf switches to read)")
+    return errors
+
+
 def shown_blocks(shown):
     """{base block: [nodes]} of a parse_scontrol_show_topology result (aggregated levels left out:
     they are unions of the base blocks)."""

@@ -43,10 +43,19 @@ options:
     description: The NVLink run must reach this multiple of the same trays' InfiniBand-only run, else NCCL fell back to InfiniBand.
     type: float
     default: 1.5
+  ib_max_busbw:
+    description:
+      - Bus bandwidth (GB/s) above which the InfiniBand-only run is implausible (more than the trays' NICs
+        carry - C(NCCL_MNNVL_ENABLE=0) did not reach the ranks and the run went over NVLink); such a run
+        measured nothing. 0 for no bound.
+    type: float
+    default: 0
   environment:
     description:
       - Environment for the launcher (for example C(SLURM_CONF)); on the NVLink runs it is set after
         C(NCCL_MNNVL_ENABLE=1) (so it may change it), the InfiniBand-only run always has C(NCCL_MNNVL_ENABLE=0).
+        The C(NCCL_MNNVL_ENABLE) value of each run is also put on its launch line (C(srun --export=ALL,...),
+        C(mpirun -x)), so that the ranks get it whatever the site exports.
     type: dict
     default: {}
 extends_documentation_fragment:
@@ -97,6 +106,7 @@ def _spec():
         floor=dict(type="float", default=0),
         ib_floor=dict(type="float", default=0),
         fallback_ratio=dict(type="float", default=1.5),
+        ib_max_busbw=dict(type="float", default=0),
     )
 
 
@@ -118,7 +128,7 @@ def main():
                            module.check_mode)
     if not problem and not 1.0 <= params["fallback_ratio"] <= 100.0:
         problem = "fallback_ratio must be 1 to 100, got %s" % params["fallback_ratio"]
-    for name in ("floor", "ib_floor", "max_busbw"):
+    for name in ("floor", "ib_floor", "max_busbw", "ib_max_busbw"):
         if not problem and not 0 <= params[name] < 10 ** 6:  # NaN and inf too: a NaN floor would pass anything
             problem = "%s must be a number of GB/s from 0, got %s" % (name, params[name])
     if problem:
@@ -126,7 +136,8 @@ def main():
     if params["replay_dir"] and not os.path.isdir(params["replay_dir"]):
         module.fail_json(msg="nvlink_burnin: replay directory %s does not exist" % params["replay_dir"])
     opts = dict(params, floor=params["floor"] or None, ib_floor=params["ib_floor"] or None,
-                max_rounds=params["max_rounds"] or None, max_busbw=params["max_busbw"] or None)
+                max_rounds=params["max_rounds"] or None, max_busbw=params["max_busbw"] or None,
+                ib_max_busbw=params["ib_max_busbw"] or None)
     if module.check_mode:
         first = next((sorted(t) for _d, t in sorted(domains.items()) if len(t) >= 2), [])
         plan = []

@@ -62,7 +62,8 @@ def _mnnvl_table(rows):
         return []
     body = []
     for row in rows:
-        verdict = "fell back to InfiniBand" if row.get("fell_back") else "rack-level fault" if row.get("rack_fault") \
+        verdict = "multi-node NVLink unavailable" if row.get("unavailable") else "fell back to InfiniBand" \
+            if row.get("fell_back") else "rack-level fault" if row.get("rack_fault") \
             else ("slow: " + ", ".join(row.get("slow_trays"))) if row.get("slow_trays") else row.get("status")
         body.append("<tr><td>%s</td><td><code>%s</code></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
             esc(row.get("label")), esc(row.get("domain")), esc(_gbs(row.get("busbw"))), esc(_gbs(row.get("floor"))),

@@ -32,6 +32,11 @@ TYPES = {"int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "i
 ALL_TYPES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double", "bfloat16")
 OPS = ("sum", "prod", "max", "min", "avg")
 TESTCHECK_LINE = 1189   # TESTCHECK(result) in main(), src/common.cu v2.17.10
+# NCCLCHECK(ncclCommInitRank(...)) in the test's thread set-up, src/common.cu: the format is nccl-tests'
+# (NCCLCHECK: "<host>: Test NCCL failure <file>:<line> '<error> / <last WARN>'"), the line number made up
+# (no real capture of an MNNVL refusal was found).
+NCCL_INIT_LINE = 1091
+NCCL_SYSTEM_ERROR = "unhandled system error (run with NCCL_DEBUG=INFO for details)"
 OPTIONS = {  # short, long -> name
     "t": "nthreads", "g": "ngpus", "b": "minbytes", "e": "maxbytes", "i": "stepbytes", "f": "stepfactor",
     "n": "iters", "m": "agg_iters", "w": "warmup_iters", "N": "run_cycles", "p": "parallel_init", "c": "check",
@@ -172,7 +177,8 @@ def _device_line(rank, pid, host, dev, g, hw):
 def _mnnvl(spec, states, nodes):
     """The share of the NVLink rate a run across ``nodes`` gets over multi-node NVLink, or 0 (InfiniBand).
 
-    Rack profiles only, unless NCCL_MNNVL_ENABLE=0 (NCCL's default, 2, uses it where it works): every
+    Rack profiles only, unless NCCL_MNNVL_ENABLE=0 (NCCL's default, 2, uses it where it works; 1 where
+    it does not is _mnnvl_refused): every
     GPU of every node registered in one clique (a misplaced or unregistered tray leaves the run on
     InfiniBand), no stopped IMEX daemon on a tray of the run (its peers' daemons still serve each
     other); half the rate where a tray's fabric reports its bandwidth degraded (an NVLink switch tray
@@ -189,6 +195,24 @@ def _mnnvl(spec, states, nodes):
     slow = [f["factor"] for f in spec.faults_for(kind="nvlink_slow") if f["node"] in nodes or f["rack"] in racks]
     share = 0.5 if any(dict(i["health"]).get("Bandwidth") == "Degraded" for i in infos) else 1.0
     return share * min(slow + [1.0])
+
+
+def _mnnvl_refused(spec, states, nodes, env):
+    """NCCL_MNNVL_ENABLE=1 across trays that cannot use multi-node NVLink: NCCL refuses to start
+    (init.cc: WARN "MNNVL is not supported on this system", ncclSystemError), no fallback."""
+    return spec.hw.get("fabric") == "rack" and env.get("NCCL_MNNVL_ENABLE") == "1" and len(nodes) > 1 \
+        and not _mnnvl(spec, states, nodes)
+
+
+def _init_failure(head, me):
+    """What a rank prints when ncclCommInitRank fails: rank 0 its header and device lines first."""
+    lines = head.out.splitlines(True)
+    devices = [i for i, line in enumerate(lines) if line.startswith("#  Rank")]
+    text = "".join(lines[:devices[-1] + 1]) if devices and me.procid == 0 else ""
+    text += "%s: Test NCCL failure common.cu:%d '%s / MNNVL is not supported on this system'\n" % (
+        me.node, NCCL_INIT_LINE, NCCL_SYSTEM_ERROR)
+    text += " .. %s pid %d: Test failure common.cu:%d\n" % (me.node, me.pid, TESTCHECK_LINE)
+    return Result(text, "", 3)
 
 
 def report(tool, opts, procs, states, spec, seed_key, wrong_cfg, this_proc):  # noqa: C901
@@ -362,6 +386,11 @@ def run(node, tool, args, node_state_of, env=None):  # noqa: C901
         upto = [i for i, line in enumerate(lines) if line.startswith("#        (B)")]
         text = "".join(lines[:upto[0] + 1] if upto else lines)
         return Result(text if me.procid == 0 else "", "", None, None)
+    if _mnnvl_refused(spec, states, sorted({p.node for p in procs}), env):
+        head = report(tool, opts, procs, states, spec, (), None, me)
+        result = _init_failure(head[0] if isinstance(head, tuple) else head, me)
+        result.time_key = time_key
+        return result
     shape = tuple(sorted({p.node for p in procs})) + (len(procs), g_per)
     wrong = None
     for n in {p.node for p in procs}:

@@ -1,11 +1,16 @@
 """The nvlink_domain stage's measured part (_nvlink_burnin): what a domain's NVLink run, its
 InfiniBand-only run and its trays' pairs mean, and what a replay of an older capture gives; and how
 the NVLink-domain judge (_nvlink_domains) takes them into the usable capacity and lost racks."""
+import json
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _nvlink_burnin as nb
+from ansible_collections.gpucluster.acceptance.plugins.module_utils import _nvlink_verdicts as nv
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_judge import judge_run
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._fabric_runs import group_command
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import check_result
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvlink_domains import (
     domain_trays, judge_nvlink_domains)
@@ -23,15 +28,26 @@ DOMAIN = "69abe9b3-39ab-5ecc-8a2f-8acf3b726ffa.32766"
 TRAYS = ["gpu001", "gpu002", "gpu003", "gpu004"]
 
 
-def mnnvl(busbw):
-    check = check_result("nvlink_domain.mnnvl", "pass", "4-node all_reduce_perf over gpu[001-004]: busbw",
-                         {"busbw": busbw, "outcome": "ok"}, "domain nvl01")
-    check.update(stage="nvlink_domain", node=None)
-    return check
+def judged(outcome, busbw=None, sentence="4-node all_reduce_perf over gpu[001-004] busbw"):
+    return {"outcome": outcome, "busbw": busbw, "sentence": sentence, "component": None, "evidence": []}
 
 
-def tray(node, status):
-    check = check_result("nvlink_domain.tray", status, "%s: %s" % (node, status), {"verdict": "x"}, node)
+def domain(busbw, ib=175.0, outcome="ok", ib_outcome="ok", opts=OPTS, trays=None, mnnvl_enable="1"):
+    """A measured domain as _nvlink_burnin leaves it for the verdicts."""
+    full = check_result("nvlink_domain.mnnvl", "pass" if outcome == "ok" else "error", "4-node all_reduce_perf: x",
+                        {"outcome": outcome}, "domain nvl01")
+    full.update(stage="nvlink_domain", node=None, raw=["nvl01-full-allocation"])
+    ib_check = check_result("nvlink_domain.infiniband", "pass", "ib", {}, "domain nvl01")
+    ib_check.update(stage="nvlink_domain", node=None, raw=["nvl01-ib-full-allocation"])
+    return SimpleNamespace(label="nvl01", domain=DOMAIN, trays=list(TRAYS), opts=opts, env={"NCCL_MNNVL_ENABLE": mnnvl_enable},
+                           full=full, judged=judged(outcome, busbw if outcome == "ok" else None),
+                           ib_check=ib_check, ib_judged=judged(ib_outcome, ib if ib_outcome == "ok" else None,
+                                                               "ib run: no Avg bus bandwidth"),
+                           checks=[], tray_checks=trays, rounds=3)
+
+
+def tray(node, status, verdict="pinned"):
+    check = check_result("nvlink_domain.tray", status, "%s: %s" % (node, status), {"verdict": verdict}, node)
     check.update(stage="nvlink_domain", node=node, raw=["nvl01-round1-%s" % node])
     return check
 
@@ -39,62 +55,88 @@ def tray(node, status):
 @pytest.mark.parametrize("busbw, ib, status, words", [
     (680.0, 175.0, "pass", "3.9x the same trays over InfiniBand only (175 GB/s)"),
     (180.0, 175.0, "fail", "NCCL fell back to InfiniBand"),
-    # above a floor set too low, still no faster than InfiniBand: never a pass as NVLink
-    (250.0, 175.0, "fail", "no faster than the same trays over InfiniBand only"),
     (340.0, 175.0, "fail", "below the NVLink floor 580 GB/s"),
-    (700.0, None, "pass", "floor 580 GB/s"),
+    (700.0, None, "pass", "judged on the floor alone"),
 ])
 def test_the_domain_run_is_judged_against_the_floor_and_its_infiniband_only_run(busbw, ib, status, words):
-    opts = dict(OPTS, floor=200.0) if busbw == 250.0 else OPTS
-    check = nb._mnnvl_verdict(mnnvl(busbw), "nvl01", TRAYS, busbw, ib, opts)
+    one = domain(busbw, ib, ib_outcome="ok" if ib else "invalid")
+    check = nv.mnnvl_check(one)
     assert check["status"] == status and words in check["message"], check["message"]
     assert check["metrics"]["ib_busbw"] == ib and check["metrics"]["trays"] == 4
 
 
-def test_a_run_that_measured_nothing_keeps_its_own_status_and_words():
-    check = mnnvl(None)
-    check.update(status="error", message="output unreadable (rc 1)")
-    judged = nb._mnnvl_verdict(check, "nvl01", TRAYS, None, 175.0, OPTS)
-    assert judged["status"] == "error" and judged["message"].endswith("output unreadable (rc 1)")
+def test_above_a_floor_set_too_low_and_no_faster_than_infiniband_never_passes_as_nvlink():
+    check = nv.mnnvl_check(domain(250.0, 175.0, opts=dict(OPTS, floor=200.0)))
+    assert check["status"] == "fail" and check["metrics"]["fell_back"]
 
 
-def test_a_low_domain_with_a_pinned_tray_names_it():
-    check = nb._mnnvl_verdict(mnnvl(340.0), "nvl01", TRAYS, 340.0, 175.0, OPTS, slow=["gpu002"])
-    assert "the slow tray(s) pinned inside the domain, gpu002" in check["message"]
+def test_without_a_floor_and_without_the_infiniband_run_nvlink_cannot_be_told_apart():
+    check = nv.mnnvl_check(domain(700.0, None, ib_outcome="invalid", opts=dict(OPTS, floor=None)))
+    assert check["status"] == "error" and "NVLink cannot be told from InfiniBand" in check["message"]
+
+
+@pytest.mark.parametrize("outcome", ["invalid", "timeout"])
+def test_a_run_that_fails_or_hangs_over_nvlink_where_infiniband_works_is_multi_node_nvlink_unavailable(outcome):
+    one = domain(None, 175.0, outcome=outcome)
+    check = nv.mnnvl_check(one)
+    assert check["status"] == "fail" and check["metrics"]["unavailable"]
+    assert "multi-node NVLink unavailable" in check["message"] and ("hung" if outcome == "timeout" else "failed") in \
+        check["message"]
+    checks, row = nv.judge_domain(one, None, "nvl01")
+    assert [c["check"] for c in checks] == ["nvlink_domain.mnnvl", "nvlink_domain.infiniband"]
+    assert row["unavailable"] and nv.unusable(row) == TRAYS
+
+
+def test_a_run_that_measured_nothing_on_either_path_keeps_its_own_status_and_blames_no_tray():
+    one = domain(None, None, outcome="invalid", ib_outcome="invalid")
+    checks, row = nv.judge_domain(one, None, "nvl01")
+    assert checks[0]["status"] == "error" and row["busbw"] is None and nv.unusable(row) == []
+
+
+def test_a_low_domain_with_a_pinned_tray_names_it_and_loses_only_it():
+    trays = [tray(t, "fail" if t == "gpu002" else "pass", "pinned" if t == "gpu002" else "cleared") for t in TRAYS]
+    checks, row = nv.judge_domain(domain(340.0, trays=trays), None, "nvl01")
+    assert "the slow tray(s) pinned inside the domain, gpu002" in checks[0]["message"]
+    assert row["slow_trays"] == ["gpu002"] and nv.unusable(row) == ["gpu002"]
+    result = nv.result(checks, {}, [row])
+    assert result["failed_nodes"] == ["gpu002"] and result["unusable"] == ["gpu002"]
 
 
 def test_no_tray_cleared_and_the_domain_low_is_one_rack_level_fault():
-    low = nb._mnnvl_verdict(mnnvl(340.0), "nvl01", TRAYS, 340.0, 175.0, OPTS)
-    checks, folded = nb._rack_fault([low] + [tray(t, "fail") for t in TRAYS], "nvl01", DOMAIN, TRAYS)
-    assert folded
-    assert [c["check"] for c in checks] == ["nvlink_domain.mnnvl", "nvlink_domain.rack"]
-    rack = checks[-1]
+    checks, row = nv.judge_domain(domain(340.0, trays=[tray(t, "fail", "suspect") for t in TRAYS]), None, "nvl01")
+    assert [c["check"] for c in checks] == ["nvlink_domain.mnnvl", "nvlink_domain.rack", "nvlink_domain.infiniband"]
+    rack = checks[1]
     assert rack["metrics"]["nodes"] == TRAYS and rack["node"] is None and rack["status"] == "fail"
     assert "not 4 tray faults" in rack["message"]
-    row = nb._row("nvl01", DOMAIN, TRAYS, checks, 3, folded)
-    assert nb._unusable(row) == TRAYS and row["slow_trays"] == []
+    assert row["rack_fault"] and nv.unusable(row) == TRAYS and row["slow_trays"] == []
 
 
-@pytest.mark.parametrize("statuses", [["pass", "fail", "fail", "fail"], ["fail", "fail", "fail", "error"]])
-def test_a_domain_with_a_cleared_or_unmeasured_tray_is_not_folded(statuses):
-    low = nb._mnnvl_verdict(mnnvl(340.0), "nvl01", TRAYS, 340.0, 175.0, OPTS)
-    checks, folded = nb._rack_fault([low] + [tray(t, s) for t, s in zip(TRAYS, statuses)], "nvl01", DOMAIN, TRAYS)
-    assert not folded and len(checks) == 5
+@pytest.mark.parametrize("trays", [
+    [tray("gpu001", "pass", "cleared")] + [tray(t, "fail") for t in TRAYS[1:]],   # one cleared
+    [tray(t, "fail") for t in TRAYS[:3]] + [tray("gpu004", "error", "untested")],  # one not measured
+    [tray(t, "fail", "pinned") for t in TRAYS[:2]],                                # not every tray judged
+    [],                                                                            # the rounds never ran
+])
+def test_a_domain_with_a_cleared_unmeasured_or_unjudged_tray_is_not_folded(trays):
+    checks, row = nv.judge_domain(domain(340.0, trays=trays), None, "nvl01")
+    assert not row["rack_fault"] and not [c for c in checks if c["check"] == "nvlink_domain.rack"]
 
 
 def test_a_fallback_is_not_a_rack_fault_and_leaves_the_whole_domain_unusable():
-    fell = nb._mnnvl_verdict(mnnvl(180.0), "nvl01", TRAYS, 180.0, 175.0, OPTS)
-    checks, folded = nb._rack_fault([fell] + [tray(t, "fail") for t in TRAYS], "nvl01", DOMAIN, TRAYS)
-    assert not folded
-    row = nb._row("nvl01", DOMAIN, TRAYS, checks, 3, folded)
-    assert row["fell_back"] and nb._unusable(row) == TRAYS
+    checks, row = nv.judge_domain(domain(180.0), None, "nvl01")
+    assert row["fell_back"] and not row["rack_fault"] and nv.unusable(row) == TRAYS
+    assert not [c for c in checks if c["check"] == "nvlink_domain.tray"]
 
 
-def test_pinned_trays_alone_are_unusable_and_failed():
-    low = nb._mnnvl_verdict(mnnvl(340.0), "nvl01", TRAYS, 340.0, 175.0, OPTS, slow=["gpu002"])
-    checks = [low] + [tray(t, "fail" if t == "gpu002" else "pass") for t in TRAYS]
-    result = nb._result(checks, {}, [nb._row("nvl01", DOMAIN, TRAYS, checks, 3, False)])
-    assert result["failed_nodes"] == ["gpu002"] and result["unusable"] == ["gpu002"]
+def test_a_launcher_that_failed_on_the_first_domain_skips_the_others_and_blames_no_tray():
+    first, other = domain(None), domain(None)
+    launcher = check_result("nvlink_domain.launcher", "error", "srun: error: slurm_load_partitions", {}, "launcher")
+    launcher.update(stage="nvlink_domain", node=None, raw=[])
+    first.checks = [launcher]
+    checks, row = nv.judge_domain(first, "srun cannot reach slurmctld", "nvl01")
+    assert [c["status"] for c in checks] == ["error"] and nv.unusable(row) == []
+    checks, row = nv.judge_domain(other, "srun cannot reach slurmctld", "nvl01")
+    assert checks[0]["status"] == "skip" and "the launcher failed on domain nvl01" in checks[0]["message"]
 
 
 def test_a_replay_of_a_capture_made_before_the_stage_skips_it_as_not_captured(tmp_path):
@@ -109,6 +151,52 @@ def test_a_replay_of_a_capture_made_before_the_stage_skips_it_as_not_captured(tm
 
 def test_domain_labels_follow_the_sorted_domains():
     assert nb.labels({"b.2": [], "a.1": []}) == {"a.1": "nvl01", "b.2": "nvl02"}
+
+
+def test_a_replay_names_each_domain_as_the_live_run_did_so_none_reads_anothers_outputs(tmp_path):
+    """Live: domains a.1 and b.2 were nvl01 and nvl02. Replayed where a.1's trays all failed a per-node
+    stage: b.2 alone must still read nvl02's outputs, not nvl01's (a.1's)."""
+    (tmp_path / "results.json").write_text(json.dumps({"nvlink_domains": {"mnnvl": [
+        {"domain": "a.1", "label": "nvl01"}, {"domain": "b.2", "label": "nvl02"}]}}))
+    assert nb.labels({"b.2": []}, str(tmp_path)) == {"b.2": "nvl02"}
+    assert nb.labels({"c.3": []}, str(tmp_path)) == {"c.3": "nvl01-uncaptured"}
+    (tmp_path / "raw" / "_nvlink_domain").mkdir(parents=True)
+    result = nb.nvlink_stage({"c.3": TRAYS}, dict(OPTS, replay_dir=str(tmp_path)), {})
+    assert [c["status"] for c in result["checks"]] == ["skip"] and "the domain was not in it" in result["checks"][0]["message"]
+
+
+def test_no_domain_reported_is_one_skip_not_a_silent_stage():
+    result = nb.nvlink_stage({}, OPTS, {})
+    (check,) = result["checks"]
+    assert check["status"] == "skip" and "no tray reported the NVLink domain" in check["message"]
+
+
+def test_the_nvlink_setting_is_on_the_launch_line_whatever_the_site_exports():
+    opts = {"binary": "all_reduce_perf", "args": [], "gpus_per_process": 4, "tasks_per_node": 1,
+            "launcher": "srun", "launch_env": {"NCCL_MNNVL_ENABLE": "0"}}
+    assert "--export=ALL,NCCL_MNNVL_ENABLE=0" in group_command(["gpu001", "gpu002"], opts)
+    argv = group_command(["gpu001", "gpu002"], dict(opts, launcher="mpirun"))
+    assert argv[argv.index("-x") + 1] == "NCCL_MNNVL_ENABLE=0"
+    assert not [a for a in group_command(["gpu001"], dict(opts, launch_env={})) if a.startswith("--export")]
+
+
+def test_the_simulator_refuses_a_required_mnnvl_it_cannot_give_as_nccl_does(monkeypatch):
+    """NCCL_MNNVL_ENABLE=1 where MNNVL cannot work: NCCL's init fails ('MNNVL is not supported on this
+    system'), nccl-tests prints its NCCLCHECK line, and the fabric judge sees a run that measured nothing."""
+    the_spec, states = _sim([{"kind": "imex_down", "node": "gpu004"}])
+    assert nccl_tests._mnnvl_refused(the_spec, states, ["gpu003", "gpu004"], {"NCCL_MNNVL_ENABLE": "1"})
+    assert not nccl_tests._mnnvl_refused(the_spec, states, ["gpu003", "gpu004"], {"NCCL_MNNVL_ENABLE": "2"})
+    assert not nccl_tests._mnnvl_refused(the_spec, states, ["gpu001", "gpu003"], {"NCCL_MNNVL_ENABLE": "1"})
+    me = nccl_tests.Proc(0, "gpu003", 0, [0, 1, 2, 3], 4242)
+    head = nccl_tests.Result("# nccl-tests version 2.17.10\n#  Rank  0 Group  0 Pid   4242 on     gpu003 device  0\n"
+                             "#\n#  size\n", "", 0)
+    failed = nccl_tests._init_failure(head, me)
+    assert failed.code == 3 and failed.out.endswith(
+        "gpu003: Test NCCL failure common.cu:1091 'unhandled system error (run with NCCL_DEBUG=INFO for details) / MNNVL is "
+        "not supported on this system'\n .. gpu003 pid 4242: Test failure common.cu:1189\n")
+    record = {"nodes": ["gpu003", "gpu004"], "output": failed.out, "rc": 3, "timed_out": False, "key": "k"}
+    verdict = judge_run(record, {"binary": "all_reduce_perf", "tasks_per_node": 1, "gpus_per_process": 4, "timeout": 60})
+    assert verdict["outcome"] == "invalid" and verdict["busbw"] is None
 
 
 def _state(domain, ok=True):

@@ -59,3 +59,16 @@ def test_slurmctlds_blocks_are_checked_against_the_measured_domains():
 def test_scontrol_without_blocks_is_a_problem_not_a_pass():
     found = validate_blocks("SwitchName=s0 Level=0 LinkSpeed=1 Nodes=gpu[1-2] BlockIndex=0\n", _results({"a.1": ["gpu1"]}))
     assert not found["ok"] and "printed no BlockName= line" in found["problems"][0]
+
+
+def test_a_block_whose_domain_measured_no_nvlink_bandwidth_is_named():
+    racks = {"uuid-a.32766": ["node%04d" % i for i in range(1, 19)], "uuid-b.32766": ["node%04d" % i for i in range(19, 37)]}
+    results = _results(racks)
+    results["nvlink_domains"]["mnnvl"] = [
+        {"domain": "uuid-a.32766", "label": "nvl01", "status": "pass", "busbw": 681.2, "ib_busbw": 175.0, "floor": 580.0,
+         "fell_back": False, "rack_fault": False, "slow_trays": [], "rounds": 3},
+        {"domain": "uuid-b.32766", "label": "nvl02", "status": "fail", "busbw": 176.4, "ib_busbw": 175.0, "floor": 580.0,
+         "fell_back": True, "rack_fault": False, "slow_trays": [], "rounds": 3}]
+    found = validate_blocks(read("scontrol_show_topology_block_gb200_2411.txt"), results)
+    assert not found["ok"] and [s["block"] for s in found["slow"]] == ["block02"]
+    assert "measured 176.4 GB/s over multi-node NVLink, fell back to InfiniBand" in found["messages"][0]
