@@ -32,8 +32,9 @@ def judged(outcome, busbw=None, sentence="4-node all_reduce_perf over gpu[001-00
     return {"outcome": outcome, "busbw": busbw, "sentence": sentence, "component": None, "evidence": []}
 
 
-def domain(busbw, ib=175.0, outcome="ok", ib_outcome="ok", opts=OPTS, trays=None, mnnvl_enable="1"):
+def domain(busbw, ib=175.0, outcome="ok", ib_outcome="ok", opts=None, trays=None, mnnvl_enable="1"):
     """A measured domain as _nvlink_burnin leaves it for the verdicts."""
+    opts = OPTS if opts is None else opts
     full = check_result("nvlink_domain.mnnvl", "pass" if outcome == "ok" else "error", "4-node all_reduce_perf: x",
                         {"outcome": outcome}, "domain nvl01")
     full.update(stage="nvlink_domain", node=None, raw=["nvl01-full-allocation"])
