@@ -46,7 +46,7 @@ STAGE = "fabric"
 FULL_KEY = "full-allocation"
 
 
-class _Fabric(object):
+class FabricRuns(object):
     """One fabric stage: the runs, their judgements, the planner state, the infrastructure trail."""
 
     def __init__(self, nodes, topology, opts, env):
@@ -114,7 +114,7 @@ def _error_stage(fabric, judged, checks, full=None):
             "cause": judged["sentence"]}
 
 
-def _preflight(fabric, nodes, checks):
+def launcher_preflight(fabric, nodes, checks):
     """The launcher preflight's check (a cluster check: component launcher or what broke)."""
     found = run_preflight(fabric.runner, nodes, fabric.opts, judge_run)
     checks.append(_check("launcher", found["status"], found["message"],
@@ -151,7 +151,7 @@ def _singleton_stage(fabric, checks):
     return {"component": "launcher", "message": message, "cause": cause}
 
 
-def _full_allocation(fabric, nodes, floor):
+def full_allocation(fabric, nodes, floor):
     (record, judged), = fabric.attempt([(FULL_KEY, nodes)])
     key = record.get("key", FULL_KEY)
     metrics = {"nodes": len(nodes), "outcome": judged["outcome"]}
@@ -183,16 +183,16 @@ def fabric_stage(nodes, topology, opts, env=None):
                        {"nodes": len(nodes)})
         return {"stage": STAGE, "checks": [check], "raw": {}, "failed_nodes": [],
                 "document": {"status": check["status"], "error": None, "nodes": {}, "rounds": [], "matrix": {}}}
-    fabric = _Fabric(nodes, topology, opts, env)
+    fabric = FabricRuns(nodes, topology, opts, env)
     full_view, error, state, preflight = None, None, None, None
     counters = _snapshot(fabric, nodes, _fabric_counters.BEFORE_KEY)
     if opts.get("preflight", True):
-        preflight = _preflight(fabric, nodes, checks)
+        preflight = launcher_preflight(fabric, nodes, checks)
         if preflight["status"] == ERROR:
             error = {"component": preflight["component"] or "launcher", "cause": preflight["cause"],
                      "message": "the fabric stage could not run: %s" % preflight["cause"]}
     if error is None and opts.get("full_allocation", True):
-        full, judged, full_view = _full_allocation(fabric, nodes, floor)
+        full, judged, full_view = full_allocation(fabric, nodes, floor)
         if judged["outcome"] == "infra":
             error = _error_stage(fabric, judged, checks)
         else:

@@ -20,6 +20,7 @@ import time
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _guard
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._numbers import WEEK
 
 STAGE = "fabric"
 
@@ -52,7 +53,7 @@ LAUNCH_SPEC = dict(
     raw_dir=dict(type="path", default=""),
 )
 LAUNCH_BOUNDS = {"tasks_per_node": (1, 4096), "gpus_per_process": (1, 4096), "gpus_per_node": (1, 4096),
-                 "timeout": (1, 7 * 24 * 3600), "concurrency": (1, 4096), "preflight_timeout": (1, 7 * 24 * 3600),
+                 "timeout": (1, WEEK), "concurrency": (1, 4096), "preflight_timeout": (1, WEEK),
                  "max_rounds": (0, 10 ** 4)}
 
 

@@ -34,6 +34,7 @@ import threading
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, SKIP, check_result, join_names)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _fabric
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import stage_captured
 from ansible_collections.gpucluster.acceptance.plugins.module_utils import _nvlink_verdicts as verdicts
 
 STAGE = "nvlink_domain"
@@ -86,24 +87,24 @@ class _Domain(object):
         self.rounds, self.stop, self.tray_checks = 0, None, None
 
     def fabric(self, prefix, env, **more):
-        return _fabric._Fabric(self.trays, {}, dict(self.opts, key_prefix=prefix, **more), env)
+        return _fabric.FabricRuns(self.trays, {}, dict(self.opts, key_prefix=prefix, **more), env)
 
     def preflight(self):
         fab = self.fabric(self.prefix, self.env)
-        found = _fabric._preflight(fab, self.trays, self.checks)
+        found = _fabric.launcher_preflight(fab, self.trays, self.checks)
         self.raw.update(fab.runner.raw)
         if found["status"] == ERROR:
             self.stop = found["cause"]
 
     def nvlink_run(self):
         fab = self.fabric(self.prefix, self.env, launch_env={MNNVL: self.env.get(MNNVL, "1")})
-        self.full, self.judged, _view = _fabric._full_allocation(fab, self.trays, self.opts.get("floor"))
+        self.full, self.judged, _view = _fabric.full_allocation(fab, self.trays, self.opts.get("floor"))
         self.raw.update(fab.runner.raw)
 
     def infiniband_run(self):
         env = dict(self.env, **{MNNVL: "0"})
         fab = self.fabric(self.prefix + IB_PREFIX, env, launch_env={MNNVL: "0"}, max_busbw=self.opts.get("ib_max_busbw"))
-        self.ib_check, self.ib_judged, _view = _fabric._full_allocation(fab, self.trays, self.opts.get("ib_floor"))
+        self.ib_check, self.ib_judged, _view = _fabric.full_allocation(fab, self.trays, self.opts.get("ib_floor"))
         self.raw.update(fab.runner.raw)
         self.ib_check["message"] = "NVLink domain %s: the same %d trays over InfiniBand only (%s=0): %s" % (
             self.label, len(self.trays), MNNVL, self.ib_check["message"])
@@ -149,7 +150,7 @@ def _environment(env, opts):
 
 def _runnable(domains, names, opts):
     """(domains that run, checks of those that do not): fewer than 2 trays, or not captured."""
-    uncaptured = verdicts.not_captured(opts.get("replay_dir"))
+    uncaptured = bool(opts.get("replay_dir")) and not stage_captured(opts["replay_dir"], STAGE)
     runs, checks, rows = [], [], []
     for domain in sorted(domains):
         trays = sorted(domains[domain])
@@ -196,7 +197,7 @@ def nvlink_stage(domains, opts, env=None):
         # named as this stage's checks before they are judged (the verdicts and the row look them up by name)
         _relabel([c for c in [one.full, one.ib_check] + one.checks if c], one.label, one.domain, one.prefix, one.raw)
         found, row = verdicts.judge_domain(one, stop, work[0].label)
-        checks.extend(_relabel(found, one.label, one.domain, one.prefix, one.raw))
+        checks.extend(found)
         raw.update(one.raw)
         rows.append(row)
     rows.sort(key=lambda r: r["label"])

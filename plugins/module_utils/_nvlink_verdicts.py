@@ -14,8 +14,6 @@ whole (no tray cleared). Standard library only.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._status import worst
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_common import (
     ERROR, FAIL, PASS, SKIP, check_result, fmt_num, join_names)
@@ -25,12 +23,6 @@ STAGE = "nvlink_domain"
 DEFAULT_RATIO = 1.5
 # the planner's verdicts of a tray that is slow (not a build or data fault): what a rack folds
 _SLOW_VERDICTS = (_localize.PINNED, _localize.SUSPECT, _localize.INTERMITTENT, _localize.LEAF)
-
-
-def not_captured(replay_dir):
-    """A replayed run directory made before this stage existed (no raw/_nvlink_domain)."""
-    return bool(replay_dir) and not any(os.path.isdir(os.path.join(replay_dir, *p))
-                                        for p in (("raw", "_" + STAGE), ("_" + STAGE,)))
 
 
 def check_localize_settings(trays, opts):
