@@ -57,7 +57,7 @@ STAGE_TOOLS = {"preflight": ("tools", "nvidia-smi-versions", "nvidia-smi-list", 
                "topology": ("nvidia-smi-topo",),
                "gpu_health": ("nvidia-smi-q", "nvidia-smi-csv", "dmesg", "node-clock", "xid-window", "nvlink-status"),
                "dcgm": ("dcgmi-diag",), "sdc": ("sdc-probe",),
-               "infiniband": ("ib-counters-before", "ibstat", "ib-counters-after"),
+               "infiniband": ("ib-counters-before", "ibstat", "ib-pcie", "ib-gpu-affinity", "ib-counters-after"),
                "nccl_single_node": ("all_reduce_perf",)}
 
 

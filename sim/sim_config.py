@@ -157,6 +157,29 @@ def slurm_conf_lines(spec, run_dir, ctld_port, host=None):
     ]
 
 
+def node_lines(spec, ctld_port):
+    """NodeName= lines: one for every node alike, or one per node where the spec gives features."""
+    line = "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=%s CPUs=%d RealMemory=%d State=UNKNOWN"
+    features = spec.slurm["features"]
+    if not features:
+        return [line % (spec.hostlist(), hostname(), "[%d-%d]" % (ctld_port + 1, ctld_port + len(spec.nodes)),
+                        spec.cpus_per_node, REAL_MEMORY_MB)]
+    lines = []
+    for index, node in enumerate(spec.nodes):
+        own = sorted(name for name, nodes in features.items() if node in nodes)
+        lines.append(line % (node, hostname(), ctld_port + 1 + index, spec.cpus_per_node, REAL_MEMORY_MB)
+                     + (" Features=%s" % ",".join(own) if own else ""))
+    return lines
+
+
+def partition_lines(spec):
+    """PartitionName= lines: the spec's partitions (the first is the default), else ``gpu`` with every node."""
+    partitions = spec.slurm["partitions"] or {"gpu": None}
+    return ["PartitionName=%s%s Nodes=%s MaxTime=INFINITE State=UP" % (
+        name, " Default=YES" if index == 0 else "", ",".join(nodes) if nodes else "ALL")
+        for index, (name, nodes) in enumerate(partitions.items())]
+
+
 def write_slurm_conf(spec, run_dir, ctld_port, env):
     """Write etc/slurm.conf, etc/topology.conf (topology on) and healthcheck.sh (health check on).
 
@@ -179,12 +202,7 @@ def write_slurm_conf(spec, run_dir, ctld_port, env):
         write_file(wrapper, health_wrapper(spec, env), mode=0o755)
         lines += ["HealthCheckProgram=%s" % wrapper, "HealthCheckInterval=%d" % spec.health_check["interval"],
                   "HealthCheckNodeState=ANY"]
-    lines += [
-        "NodeName=%s NodeHostname=%s NodeAddr=127.0.0.1 Port=[%d-%d] CPUs=%d RealMemory=%d State=UNKNOWN"
-        % (spec.hostlist(), hostname(), ctld_port + 1, ctld_port + len(spec.nodes), spec.cpus_per_node,
-           REAL_MEMORY_MB),
-        "PartitionName=gpu Default=YES Nodes=ALL MaxTime=INFINITE State=UP",
-    ]
+    lines += node_lines(spec, ctld_port) + partition_lines(spec)
     conf = etc / "slurm.conf"
     write_file(conf, "\n".join(lines) + "\n")
     return conf

@@ -130,6 +130,7 @@ def inventory(spec, run_dir=None):
                      "check_nvlink_domain_gpus_per_node_flag": False,
                      "check_nvlink_domain_timeout": 60,
                      "acceptance_srun_gpus_per_node": 0,
+                     "check_workload_gpus_per_node_flag": False,
                      "check_fabric_timeout": 60},
             "children": {
                 "slurm_controller": {"hosts": {"localhost": dict(local)}},

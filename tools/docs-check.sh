@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fail=0
-for kind in filter lookup callback module; do
+for kind in filter lookup callback inventory module; do
   dir=plugins/$kind
   [ "$kind" = module ] && dir=plugins/modules
   for f in "$dir"/*.py; do

@@ -24,6 +24,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._run_state import node_state_of, plural_states, without_outputs
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._stages import STAGES, judge_stage
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _srun_stage
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _estimates, _resume
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._replay import read_node
 
 # The collect role's script; the action finds it next to the collection's plugins.
@@ -38,6 +39,7 @@ ARGUMENT_SPEC = {
     "profile": {"type": "dict", "default": {}},
     "options": {"type": "dict", "default": {}},
     "replay_dir": {"type": "str", "default": ""},
+    "resume_dir": {"type": "str", "default": ""},
     "run_id": {"type": "str", "default": ""},
     "script": {"type": "str"},
     "run_in_check_mode": {"type": "bool", "default": False},
@@ -63,8 +65,22 @@ class ActionModule(ActionBase):
     _supports_check_mode = True  # check mode: runs nothing, reports what it would run (skipped)
     _supports_async = False
 
+    def _resumed(self, args, node):
+        """Whether this node's stage is judged again from the interrupted run's outputs (resume_dir)."""
+        if not args["resume_dir"] or args["replay_dir"]:
+            return False
+        if getattr(self, "_resume_state", None) is None:
+            self._resume_state = _resume.state(args["resume_dir"])
+        tools = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
+        return _resume.resumable(self._resume_state[0], node, args["stage"], tools)
+
     def _collect(self, args, node):
         """(the collector's output: a string from the node or a {tools, errors} dict, result extras)."""
+        if self._resumed(args, node):
+            tool_names = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
+            found = read_node(args["resume_dir"], node, tool_names, index=self._resume_state[1])
+            found.pop("replay", None)  # judged as the live run judged it: the same outputs
+            return found, {"resumed": True}
         if args["replay_dir"]:
             if not os.path.isdir(args["replay_dir"]):
                 raise AnsibleActionFail("collect_stage: replay directory %s does not exist" % args["replay_dir"])
@@ -108,8 +124,9 @@ class ActionModule(ActionBase):
             # the result says what would run, and the results callback prints the plan.
             would_run = [" ".join(str(a) for a in (t.get("argv") or [])) if isinstance(t, dict) else str(t)
                          for t in args["tools"]]
+            expected, at_most = _estimates.tools_estimate(args["tools"])
             result.update(changed=False, skipped=True, stage=args["stage"], would_run=would_run,
-                          msg="check mode: would run %s" % "; ".join(would_run))
+                          estimate_s=expected, limit_s=at_most, msg="check mode: would run %s" % "; ".join(would_run))
             if args["transport"] == "srun":  # one task for the play: it would run on all its nodes
                 result["nodes"] = [to_text(n) for n in task_vars.get("ansible_play_batch") or [node]]
             return result
@@ -150,15 +167,18 @@ class ActionModule(ActionBase):
                  or (previous[n] or {}).get("run_id") != args["run_id"]]
         kept = dict((n, previous[n]) for n in previous if n not in nodes)
         per_node = _srun_stage.node_args(self, task_vars, nodes, args)
+        resumed = [n for n in nodes if self._resumed(per_node[n], n)]
         if args["replay_dir"]:
             outputs = dict((n, self._collect(per_node[n], n)[0]) for n in nodes)
             steps = []
         else:
+            outputs = dict((n, self._collect(per_node[n], n)[0]) for n in resumed)
+            live = dict((n, mine) for n, mine in per_node.items() if n not in resumed)
             opts = dict(args["srun"])
             runner = _srun_stage.SrunStage(args["stage"], self._script(args), opts,
                                            env=_srun_stage.srun_environment(opts.get("environment")), guard=self._guard)
             try:
-                outputs = runner.run(per_node, sequential=args["one_at_a_time"])
+                outputs.update(runner.run(live, sequential=args["one_at_a_time"]) if live else {})
             except BaseException:
                 self._guard.kill_all()
                 raise

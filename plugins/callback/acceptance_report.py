@@ -26,7 +26,8 @@ description:
     C(gpucluster.acceptance.run_verdict) task's message are all rendered from it. Every file is
     written to a temporary file and renamed.
   - The run directory is exported to the playbook's later tasks as the environment variable
-    C(GPUCLUSTER_RUN_DIR).
+    C(GPUCLUSTER_RUN_DIR), and the artifacts directory, however it was set, as C(GPUCLUSTER_ARTIFACTS_DIR)
+    (the Xid window's last-pass record and C(baseline.yml) read it).
   - At the end of a run that was not a replay, C(<artifacts_dir>/last-pass.json) records for each
     node the time of its last passed run of each stage (the gpu_health Xid window starts there).
 requirements:
@@ -78,15 +79,18 @@ from ansible.plugins.callback import CallbackBase
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._infra import classify_failure
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._check_plan import (
-    CHECK_MODE_PREFIX, first_round, plan_line, skipped_commands, summary_lines, would_run)
+    CheckPlan)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._play_stages import (
     COLLECT_ACTIONS, FREE_STRATEGIES, _is_stage_result, _play_stages, _stage_of)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._progress import PIPELINE_LABEL, Heartbeat, node_line
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._run_dir import (
-    LAST_PASS, _now, default_run_id, mark_complete, new_run_dir, update_last_pass, write_raw, write_reports, write_results)
+    LAST_PASS, _now, default_run_id, mark_complete, new_run_dir, reopen_run_dir, update_last_pass, write_raw, write_reports,
+    write_results)
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._resume import hold_lock
 
 VERDICT_TASK_PREFIX = "Verdict:"
 RUN_DIR_ENV = "GPUCLUSTER_RUN_DIR"
+ARTIFACTS_ENV = "GPUCLUSTER_ARTIFACTS_DIR"
 CHECK_PLAN_ENV = "GPUCLUSTER_CHECK_PLAN"  # check mode: the callback is on, recording the plan
 
 
@@ -104,14 +108,14 @@ class CallbackModule(CallbackBase):
         self._seen = []
         self._documents = {}
         self._run_dir = None
+        self._lock = None  # the run directory's lock file, open for the whole run
         self._run = {}
         self._warned = set()
         self._written = (0, None)  # (checks, stage) at the last results.json written mid-run
         self._check_mode = bool((context.CLIARGS or {}).get("check"))
         self._check_run_id = None
         self._heartbeat = None
-        self._plan = []  # check mode: [(stage, what, [nodes])] in the order the stages came
-        self._pending_plan = {}  # check mode, the current task: {(stage, what): [nodes]}
+        self._plan = CheckPlan()  # check mode: what each stage would run, and how long
         # Under the free strategy: the play's number of per-node stages (0: a play in step), and
         # per stage the nodes that reported it (results.json is written as each stage completes).
         self._pipelined = 0
@@ -129,10 +133,7 @@ class CallbackModule(CallbackBase):
         return self._heartbeat or None
 
     def _flush_plan(self):
-        for (stage, what), nodes in self._pending_plan.items():
-            self._plan.append((stage, what, nodes))
-            self._display.display(plan_line(stage, what, nodes))
-        self._pending_plan = {}
+        self._plan.flush(self._display.display)
 
     def _task_started(self, task):
         if not self._pipelined:  # a pipelined play's stages interleave: its plan is told at its end
@@ -160,20 +161,24 @@ class CallbackModule(CallbackBase):
 
     def v2_runner_on_skipped(self, result):
         self._finished(result)
-        plan = result._result.get("would_run")
-        if self._check_mode and isinstance(plan, list):
-            host = result._host.get_name()
-            key = (str(result._result.get("stage") or _stage_of(result._task)), skipped_commands(plan, host))
-            nodes = result._result.get("nodes")  # a stage run once for the play (srun): all its nodes
-            self._pending_plan.setdefault(key, []).extend(nodes if isinstance(nodes, list) else [host])
+        if self._check_mode and isinstance(result._result.get("would_run"), list):
+            self._plan.skipped(result._result, result._host.get_name(), _stage_of(result._task))
 
     # -- run directory --------------------------------------------------------------------
-    def _ensure_run_dir(self, run_id=None):
+    def _ensure_run_dir(self, run_id=None, resume=None):
         if self._run_dir:
             return self._run_dir
-        root = self.get_option("artifacts_dir")
-        run_id = self.get_option("run_id") or run_id or default_run_id()
-        self._run_dir = new_run_dir(root, run_id, self._run)
+        if resume:  # -e acceptance_resume: the interrupted run's own directory (start_run checked it)
+            self._run_dir = reopen_run_dir(resume, self._run)
+        else:
+            root = self.get_option("artifacts_dir")
+            run_id = self.get_option("run_id") or run_id or default_run_id()
+            self._run_dir = new_run_dir(root, run_id, self._run)
+        # Held for the whole run (the kernel lets go when the process dies): a resume of a
+        # directory some live run writes is refused (_resume.check).
+        self._lock = hold_lock(self._run_dir)
+        if self._lock is None:
+            self._warn_once("another process holds %s's lock: two runs write this directory" % self._run_dir)
         # Tasks forked after this point (the verdict, the fabric and workload stages) find the
         # directory here: they stream raw outputs into it and read results.json from it.
         os.environ[RUN_DIR_ENV] = self._run_dir
@@ -186,6 +191,14 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_start(self, playbook):
         self._run["playbook"] = os.path.basename(playbook._file_name)
         self._run["started"] = _now()
+        # One artifacts directory for the whole run, however it was set (environment, [gpucluster]
+        # artifacts_dir in ansible.cfg, the default): the tasks that read it (the Xid window's
+        # last-pass record, baseline.yml) see this one (ansible's config lookup cannot read a
+        # collection callback's options).
+        try:
+            os.environ[ARTIFACTS_ENV] = os.path.abspath(self.get_option("artifacts_dir") or "artifacts")
+        except KeyError:
+            pass
 
     def v2_playbook_on_play_start(self, play):
         self._flush_plan()
@@ -264,17 +277,10 @@ class CallbackModule(CallbackBase):
         self._finished(result)
         host = result._host.get_name()
         facts = result._result.get("ansible_facts") or {}
-        message = result._result.get("msg")
-        plan = result._result.get("plan")
-        if self._check_mode and isinstance(plan, list) and isinstance(result._result.get("stage_result"), dict):
-            # A controller stage's first round, planned from the controller (check mode runs none).
-            key, nodes = first_round(result._result, plan)
-            self._pending_plan.setdefault(key, []).extend(nodes or [host])
-        if self._check_mode and isinstance(message, str) and message.startswith(CHECK_MODE_PREFIX):
-            key = would_run(_stage_of(result._task), message)
+        if self._check_mode:
             # A launcher run once for the play (the workload) runs on all of its nodes.
-            nodes = self._targets if result._task.run_once and self._targets else [host]
-            self._pending_plan.setdefault(key, []).extend(nodes)
+            self._plan.ok(result._result, host, _stage_of(result._task),
+                          self._targets if result._task.run_once and self._targets else [host])
         if isinstance(facts.get("acceptance_targets"), list):
             self._targets = [str(n) for n in facts["acceptance_targets"]]
             profile = facts.get("acceptance_profile_data")
@@ -287,7 +293,7 @@ class CallbackModule(CallbackBase):
                 os.environ[CHECK_PLAN_ENV] = "1"
                 self._check_run_id = str(facts["acceptance_run_id"])
             else:
-                self._ensure_run_dir(str(facts["acceptance_run_id"]))
+                self._ensure_run_dir(str(facts["acceptance_run_id"]), facts.get("acceptance_resume_dir") or None)
         for name, value in sorted(facts.items()):
             if name == "collect_node_state":
                 if isinstance(value, dict) and value.get("last"):
@@ -328,8 +334,8 @@ class CallbackModule(CallbackBase):
         # A task named "Verdict: ..." fails on purpose to set the exit code: not a new problem.
         if ignore_errors or str(result._task.name or "").startswith(VERDICT_TASK_PREFIX):
             return
-        if "__inventory_check_nodes" in result._task.get_vars():
-            return  # the inventory checks before a run starts: their message says it all
+        if set(("__inventory_check_nodes", "__start_run_no_record")) & set(result._task.get_vars()):
+            return  # the checks before a run starts (inventory, resume): their message says it all
         msg = str(result._result.get("msg") or result._result.get("stderr") or "failed").strip()
         found = classify_failure(msg)
         self._error(result._host.get_name(), result._task, "task '%s' failed: %s" % (result._task.get_name(), msg[:500]),
@@ -357,15 +363,15 @@ class CallbackModule(CallbackBase):
         return document if write_results(self._run_dir, document, self._warn_once) else None
 
     def _check_mode_summary(self):
-        for line in summary_lines(self._plan):
+        for line in self._plan.summary():
             self._display.display(line)
 
     def v2_playbook_on_stats(self, stats):
         self._flush_plan()
         if self._heartbeat:
             self._heartbeat.stop()
-        if self._check_mode and (self._plan or not self._run_dir):
-            if self._plan or self._targets or self._check_run_id:
+        if self._check_mode and (self._plan.entries or not self._run_dir):
+            if self._plan.entries or self._targets or self._check_run_id:
                 self._check_mode_summary()
             if not self._run_dir:
                 return

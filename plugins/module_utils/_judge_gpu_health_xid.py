@@ -68,10 +68,29 @@ def _split_by_window(items, start):
     return recent, history
 
 
+# Where a user without root reads the kernel log (docs/install.md, "No root, no SSH").
+REFUSED_HINT = ("run as root, or as a member of adm/systemd-journal with the journal as the kernel log "
+                "(check_gpu_health_kernel_log, default: dmesg, else journalctl -k)")
+
+
+def _refused(xid):
+    """A skip when every kernel log source was refused to this user and nothing else was read."""
+    if not isinstance(xid, dict) or not xid.get("refused") or xid.get("first_line") or xid.get("events"):
+        return None
+    refused = xid["refused"]
+    return check_result("gpu.xid", SKIP, "%s: the kernel log was refused to this user (%s): the Xid scan was not "
+                        "done; %s" % (TOOL_XID, refused[0]["text"], REFUSED_HINT),
+                        {"refused": [r["text"] for r in refused]}, evidence=[r["text"] for r in refused],
+                        tool=STAGE_XID, component="permission")
+
+
 def _judge_xid(xid, views, profile, window=None, clock=None):
     if xid is None:
         return [check_result("gpu.xid", SKIP, "%s: not collected: Xid events not judged" % TOOL_XID, {},
                              tool=STAGE_XID)]
+    refused = _refused(xid)
+    if refused is not None and not xid.get("errors"):
+        return [refused]
     if not isinstance(xid, dict) or xid.get("errors") and not xid.get("events"):
         failed = parse_error_results("gpu.xid", TOOL_XID, xid)
         for result in failed:

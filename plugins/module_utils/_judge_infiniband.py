@@ -9,7 +9,9 @@ results holding counters {hca: {port: {counter_name: int}}} taken before and aft
 
 Which ports are the compute fabric: the HCAs in nic_names when the profile lists them, otherwise
 every port whose link layer is infiniband.link_layer (storage/management ports on Ethernet are
-left out and named in a skip result).
+left out and named in a skip result) and which the stage's own ``nvidia-smi topo -m``
+(ib-gpu-affinity) shows near a GPU (nic_gpu_relation: PIX/PXB); an InfiniBand HCA no GPU is near
+(a storage HCA) is named in a skip result, not judged against the compute port rate.
 
 A parser error (an ibpanic/iberror line, a truncated port block, a garbled counter line) is an
 ib.parse error reported next to the findings from the rest of the output: a port at rate 200
@@ -36,13 +38,17 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     profile_get)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters_deltas import counter_deltas
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_topo import parse_nvidia_topo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import (
     available_gbps, fold_passes, judge_link, parse_pcie_sysfs)
 
 TOOL = "ibstat"
 TOOL_COUNTERS = "IB port counters"
 TOOL_PCIE = "ib-pcie"
+# The stage's own nvidia-smi topo -m: which HCAs a GPU is near (compute) and which none (storage).
+TOOL_AFFINITY = "ib-gpu-affinity"
 
 
 def _port_label(ca, port):
@@ -73,8 +79,27 @@ def _parse_problem(check, tool, parsed, required):
     return failed, usable
 
 
-def _compute_ports(ibstat, profile, results):
-    """[(ca_name, port_dict)] of the compute fabric; records skip/fail results on the way."""
+def gpu_local_hcas(topo, profile):
+    """{HCA name: whether a GPU is at one of nic_gpu_relation (PIX, PXB)} from an nvidia-smi topo -m
+    parse; None when the matrix cannot say (not captured, unreadable, no NIC in it, or fewer GPUs
+    than gpus_per_node: the NIC of a GPU that fell off the bus is near no GPU either)."""
+    relations = profile_get(profile, "nic_gpu_relation")
+    gpus = profile_get(profile, "gpus_per_node")
+    if not isinstance(topo, dict) or topo.get("errors") or not topo.get("nic_affinity") or not relations:
+        return None
+    if is_number(gpus) and len(topo.get("gpus") or []) < int(gpus):
+        return None
+    return dict((str(info.get("name") or nic), info.get("relation") in relations)
+                for nic, info in topo["nic_affinity"].items() if isinstance(info, dict))
+
+
+def _compute_ports(ibstat, profile, results, local=None):
+    """[(ca_name, port_dict)] of the compute fabric; records skip/fail results on the way.
+
+    local ({HCA: GPU-local}, gpu_local_hcas): without nic_names, where the fabric's link layer has
+    more HCAs than nics_per_node, the surplus among those no GPU is near (a storage or management
+    HCA: SYS/NODE to every GPU) is reported, not judged against the compute port rate. Never more
+    than the surplus, and only from a matrix that shows every GPU (gpu_local_hcas)."""
     names = profile_get(profile, "nic_names")
     layer = profile_get(profile, "infiniband.link_layer")
     cas = ibstat.get("cas") or []
@@ -97,7 +122,8 @@ def _compute_ports(ibstat, profile, results):
             for port in ca.get("ports") or []:
                 ports.append((name, port))
         return ports
-    others = []
+    others, storage = [], []
+    away = _storage_hcas(cas, profile, layer, local)
     for ca in cas:
         if ca.get("node_type") not in (None, "CA"):
             continue
@@ -107,21 +133,51 @@ def _compute_ports(ibstat, profile, results):
                 others.append("%s (%s)" % (_port_label(ca.get("name"), port.get("port")),
                                            port_layer))
                 continue
+            if ca.get("name") in away:
+                storage.append("%s (%s, %s Gb/s)" % (_port_label(ca.get("name"), port.get("port")),
+                                                     port_layer or layer, fmt_num(port.get("rate"))))
+                continue
             ports.append((ca.get("name"), port))
     if others:
         results.append(check_result(
             "ib.port_count", SKIP, "not on the %s compute fabric, not judged: %s"
             % (layer, join_names(others)), {"ports": others}))
+    if storage:
+        results.append(check_result(
+            "ib.port_count", SKIP, "no GPU near them (nvidia-smi topo -m: not %s to any GPU), so not the compute "
+            "fabric (storage or management HCAs), not judged: %s" % ("/".join(profile_get(profile, "nic_gpu_relation")
+                                                                              or []), join_names(storage)),
+            {"ports": storage, "storage": True}, tool=TOOL_AFFINITY))
     return ports
 
 
-def judge_infiniband(ibstat, counters_before, counters_after, profile, pcie=None):
+def _storage_hcas(cas, profile, layer, local):
+    """The HCAs taken for storage: of those on ``layer`` that no GPU is near, as many as there are
+    HCAs beyond nics_per_node, those at another rate than the compute ports first, then the last by
+    name (storage HCAs follow the compute ones: mlx5_8, mlx5_9 on a DGX)."""
+    expected = profile_get(profile, "nics_per_node")
+    if not local or not is_number(expected):
+        return set()
+    on_layer = [ca for ca in cas if ca.get("node_type") in (None, "CA") and ca.get("name") and any(
+        not layer or not p.get("link_layer") or p.get("link_layer") == layer for p in ca.get("ports") or [])]
+    surplus = len(on_layer) - int(expected)
+    if surplus <= 0:
+        return set()
+    rate = profile_get(profile, "infiniband.port_rate")
+    away = [ca for ca in on_layer if local.get(ca["name"]) is False]
+    away.sort(key=lambda ca: (any(p.get("rate") != rate for p in ca.get("ports") or []),
+                              natural_key(ca["name"])), reverse=True)
+    return set(ca["name"] for ca in away[:surplus])
+
+
+def judge_infiniband(ibstat, counters_before, counters_after, profile, pcie=None, topo=None):
     """List of check results for one node's HCA ports, counter deltas and (pcie: the
-    parse_pcie_sysfs result, None when not collected) the HCAs' PCIe links."""
+    parse_pcie_sysfs result, None when not collected) the HCAs' PCIe links; topo (parse_nvidia_topo
+    of the stage's own topo -m, None when not collected) tells storage HCAs from compute ones."""
     results, usable = _parse_problem("ib.parse", TOOL, ibstat, ("cas",))
     if not usable:
         return results
-    ports = _compute_ports(ibstat, profile, results)
+    ports = _compute_ports(ibstat, profile, results, gpu_local_hcas(topo, profile))
     names = profile_get(profile, "nic_names")
     expected = profile_get(profile, "nics_per_node")
     layer = profile_get(profile, "infiniband.link_layer")
@@ -330,14 +386,20 @@ def judge_infiniband_stage(outputs, profile, options):
     if pcie is None and TOOL_PCIE in outputs:
         checks.append(check_result("ib.pcie_link", SKIP, "%s was not captured: the HCAs' PCIe links were not "
                                    "judged" % TOOL_PCIE, tool=TOOL_PCIE))
-    results = judge_infiniband(parse_ibstat(outputs["ibstat"]),
-                               None if before is None else parse_ib_counters(before),
+    affinity = outputs.get(TOOL_AFFINITY)
+    ibstat = parse_ibstat(outputs["ibstat"])
+    topo = None if not affinity else parse_nvidia_topo(affinity)
+    results = judge_infiniband(ibstat, None if before is None else parse_ib_counters(before),
                                None if after is None else parse_ib_counters(after), profile,
-                               pcie=None if pcie is None else parse_pcie_sysfs(pcie))
+                               pcie=None if pcie is None else parse_pcie_sysfs(pcie), topo=topo)
     if checks:
         results = [r for r in results if not (r["check"] == "ib.counters" and r["status"] == SKIP
                                               and "no before/after" in r["message"])] + checks
-    metrics = {"ports": port_metrics(parse_ibstat(outputs["ibstat"]))}
+    # The compute fabric's ports only: the RDMA pair stage tests each one on its rail (a storage
+    # HCA, or one on another link layer, has no rail).
+    compute = set(ca for ca, _port in _compute_ports(
+        ibstat, profile, [], gpu_local_hcas(topo, profile)))
+    metrics = {"ports": dict((name, entry) for name, entry in port_metrics(ibstat).items() if name in compute)}
     for result in results:  # what each result rests on: ibstat, or the two counter snapshots
         if not result.get("tool") and result["check"] in ("ib.port_count", "ib.port_state", "ib.rate",
                                                           "ib.link_layer"):

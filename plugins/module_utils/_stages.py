@@ -46,7 +46,8 @@ STAGES = {
                     "imex-status"), judge_gpu_health_stage),
     "dcgm": (("dcgmi-diag",), judge_dcgm_stage),
     # ib-pcie: the HCAs' PCIe link speed and width from sysfs (ib.pcie_link).
-    "infiniband": (("ib-counters-before", "ibstat", "ib-pcie", "ib-counters-after"), judge_infiniband_stage),
+    "infiniband": (("ib-counters-before", "ibstat", "ib-pcie", "ib-gpu-affinity", "ib-counters-after"),
+                   judge_infiniband_stage),
     # nvlink-errors-*: nvidia-smi nvlink -e around the all-reduce (nvlink.errors under its traffic).
     # nvbandwidth (rack profiles, OPTIONAL): GPU-to-GPU copy bandwidth per pair (nvlink.bandwidth),
     # inside the counters' window.
@@ -74,7 +75,8 @@ PROBES = ("sdc-probe", "loader-probe-alone", "loader-probe", "checkpoint-probe-a
 
 # Tools that read something next to a stage's main tool (counters around it, a link's training): one
 # that fails is an error beside the main tool's results, never instead of them.
-AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie", "nvlink-status", "imex-status", "nvbandwidth")
+AUXILIARY = ("nvlink-errors-before", "nvlink-errors-after", "ib-pcie", "ib-gpu-affinity", "nvlink-status", "imex-status",
+             "nvbandwidth")
 # Tools a stage collects only where they apply (the role leaves them out elsewhere): one not
 # collected, or not installed on the node, is judged as not captured (None), never an error.
 OPTIONAL = ("imex-status", "nvbandwidth")

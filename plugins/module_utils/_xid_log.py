@@ -61,6 +61,15 @@ _PREFIXES = (
 )
 
 _NVRM = re.compile(r"NVRM:\s*")
+# The kernel log refused to this user (not root, kernel.dmesg_restrict=1; not in adm/systemd-journal):
+# util-linux "dmesg: read kernel buffer failed: Operation not permitted", journalctl's "No journal
+# files were opened due to insufficient permissions." / "Hint: You are currently not seeing messages
+# from other users and the system." A permission, not a broken node: the judge skips, naming it.
+_REFUSED_LOG = re.compile(r"^\s*dmesg: .*(?:Operation not permitted|Permission denied)"
+                          r"|^\s*No journal files were opened due to insufficient permissions"
+                          r"|^\s*Hint: You are currently not seeing messages from other users and the system"
+                          r"|^\s*Users in groups '?adm'?, '?systemd-journal'? can see all messages"
+                          r"|^\s*Pass -q to turn off this notice", re.IGNORECASE)
 _UNREADABLE_LOG = re.compile(r"^\s*(?:dmesg|journalctl): .*(?:failed|not permitted|denied|No journal files)"
                              r"|^\s*-- No entries --\s*$", re.IGNORECASE)
 # The driver's own Xid line shape: an unreadable one is an Xid that cannot be judged.
@@ -196,10 +205,11 @@ def parse_xid_log(text):
     Returns a dict with ``events`` (each ``xid``, ``pci``, ``pid``, ``process``, ``message``,
     ``timestamp``, ``timestamp_kind``, ``line``, ``device``, ``gpu_instance``, ``uuid``,
     ``continuation``), ``gpu_lost``, ``by_xid``, ``by_pci``, ``devices``, ``rate_limited``,
-    ``errors`` and ``warnings``.
+    ``refused`` ([{kind: permission, line, text}]: a log source this user may not read; the other
+    lines, e.g. a journal read after a refused dmesg, are parsed as usual), ``errors`` and ``warnings``.
     """
     result = new_result(events=[], gpu_lost=[], by_xid={}, by_pci={}, devices={},
-                        rate_limited=[], lines=0, lost=[], first_line=None, last_line=None)
+                        rate_limited=[], lines=0, lost=[], first_line=None, last_line=None, refused=[])
     if text is None:
         result["errors"].append("no input: expected kernel log text")
         return result
@@ -229,6 +239,14 @@ def _parse(text, result):
         if is_shell_echo(raw.strip()):
             result["warnings"].append("line %d: shell prompt or command echo ignored: %s"
                                       % (number, raw.strip()[:120]))
+            continue
+        if _REFUSED_LOG.search(raw):
+            # Structured, not an error: the judge skips the scan where nothing else was read.
+            result["refused"].append({"kind": "permission", "line": number, "text": raw.strip()[:200]})
+            continue
+        if result["refused"] and raw.strip() == "-- No entries --":
+            # the journal after its permission notice: nothing this user may see, no broken log
+            result["refused"].append({"kind": "permission", "line": number, "text": raw.strip()})
             continue
         if _UNREADABLE_LOG.search(raw):
             # dmesg without the right to read the ring buffer, an empty journal: no Xid can be seen.

@@ -58,6 +58,13 @@ options:
     description: Judge the outputs captured in this directory instead of running the tools.
     type: str
     default: ""
+  resume_dir:
+    description:
+      - The interrupted run this one resumes. A node whose stage it judged, with every tool of the
+        stage captured complete, is judged again from those outputs (no tool runs there); the
+        other nodes run the tools.
+    type: str
+    default: ""
   run_id:
     description:
       - This run's id, stored in the state. Empty keeps whatever state the node has.

@@ -29,16 +29,17 @@ def _index(directory):
         return {}
 
 
-def read_node(directory, node, tools):
+def read_node(directory, node, tools, index=None):
     """{tools: {name: {output, rc, seconds, complete}}, errors: [...], replay: True} for one node.
 
     A tool without a file is left out: the stage judges what was captured and says what it could
-    not judge (a provider's logs rarely hold every tool).
+    not judge (a provider's logs rarely hold every tool). index: the raw index to read exit codes and
+    times from ({node: {tool: entry}}; default the directory's results.json).
     """
     folder = os.path.join(_raw_root(directory), node)
     if not os.path.isdir(folder):
         return {"tools": {}, "replay": True, "errors": ["replay: no folder for %s under %s" % (node, directory)]}
-    recorded = _index(directory).get(node) or {}
+    recorded = (_index(directory) if index is None else index).get(node) or {}
     found = {}
     for tool in tools:
         path = os.path.join(folder, tool + ".txt")

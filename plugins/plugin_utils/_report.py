@@ -91,6 +91,21 @@ def verdict_message(document, results="results.json", summary=True):
     return "%s; see %s" % (verdict["message"], results)
 
 
+def not_permitted_lines(checks):
+    """Checks this user was not permitted to run (component permission, skipped): one line per
+    stage and check for every node alike, with the reason once (never one error per node)."""
+    found = {}
+    for check in checks:
+        if check.get("status") == "skip" and check.get("component") == "permission":
+            entry = found.setdefault((check.get("stage"), check.get("check")), {"nodes": [], "message": check.get("message", "")})
+            entry["nodes"].append(check.get("node"))
+    lines = ["skipped, not permitted to this user:"] if found else []
+    for (stage, name), entry in sorted(found.items(), key=lambda item: (str(item[0][0]), str(item[0][1]))):
+        nodes = [n for n in entry["nodes"] if n]
+        lines.append("  %s %s on %d node(s) (%s): %s" % (stage, name, len(nodes), hostlist_text(nodes), entry["message"]))
+    return lines
+
+
 def summary_lines(document, artifact_dir):
     """The console summary: the verdict, then each failed node and cluster problem with its stage."""
     verdict = document["verdict"]
@@ -120,6 +135,7 @@ def summary_lines(document, artifact_dir):
     for problem in verdict["cluster_problems"]:
         if problem not in rack_problems:
             lines.append("  cluster %s" % problem)
+    lines.extend(not_permitted_lines(document.get("checks") or []))
     steps = next_steps(document.get("checks") or [])
     if steps:  # what to do about each kind of failure (module_utils/_next_steps.py)
         lines.append("next steps:")

@@ -278,7 +278,7 @@ def build_document(run, checks, targets=(), raw=None, documents=None, state="com
         verdict.update(status="fail", message="the run has not finished (state %s): no verdict yet; so far %s"
                        % (state, verdict["message"]))
     run_record = dict((k, v) for k, v in (run or {}).items()
-                      if k in ("id", "playbook", "started", "finished", "replay_of", "profile", "warnings"))
+                      if k in ("id", "playbook", "started", "finished", "replay_of", "resumed", "profile", "warnings"))
     run_record["state"] = state
     run_record["targets"] = sorted(set(str(n) for n in nodes))
     run_record.setdefault("started", "")

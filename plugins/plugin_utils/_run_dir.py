@@ -21,7 +21,7 @@ import socket
 import uuid
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results, _resume
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 INCOMPLETE = "INCOMPLETE"
@@ -63,6 +63,25 @@ def new_run_dir(root, run_id, run):
     run.setdefault("started", _now())
     mark = {"run_id": run["id"], "started": run["started"], "pid": os.getpid(),
             "host": socket.gethostname(), "playbook": run.get("playbook")}
+    write_atomic(os.path.join(run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
+    return run_dir
+
+
+def reopen_run_dir(directory, run):
+    """A resumed run's own directory (_resume.check accepted it): run gets its id, first start and
+    the resume times; the INCOMPLETE mark names the process that writes it now."""
+    run_dir = os.path.abspath(directory)
+    _resume.snapshot(run_dir)  # before this run writes results.json anew
+    try:
+        with open(os.path.join(run_dir, "results.json")) as handle:
+            before = json.load(handle).get("run") or {}
+    except (IOError, OSError, ValueError, AttributeError):
+        before = {}
+    run["id"] = os.path.basename(run_dir)
+    run["started"] = before.get("started") or run.get("started") or _now()
+    run["resumed"] = [str(t) for t in before.get("resumed") or []] + [_now()]
+    mark = {"run_id": run["id"], "started": run["started"], "pid": os.getpid(), "host": socket.gethostname(),
+            "playbook": run.get("playbook"), "resumed": run["resumed"]}
     write_atomic(os.path.join(run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
     return run_dir
 

@@ -161,6 +161,34 @@ def storage_hook(node, spec, run_dir=None):
     return Result(json.dumps(data, sort_keys=True) + "\n", "", 0)
 
 
+CALLS_LOG = "calls.log"
+
+
+def record_call(tool, args, env=None):
+    """One line per call in <run>/gpusim/calls.log: node, tool, arguments (tab-separated), so a test
+    can count what ran where (a resumed run must not run a finished stage again). One O_APPEND
+    write below PIPE_BUF: concurrent calls never interleave a line."""
+    env = os.environ if env is None else env
+    run_dir = env.get("GPUCLUSTER_SIM_RUN")
+    if not run_dir:
+        return
+    node = env.get("SLURMD_NODENAME") or env.get("GPUCLUSTER_SIM_NODE") or "-"
+    line = ("%s\t%s\t%s" % (node, tool, " ".join(args)))[:4000].replace("\n", " ") + "\n"
+    path = os.path.join(run_dir, "gpusim", CALLS_LOG)
+    try:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the first call since the tools' state was thrown away
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError:
+        return  # a run directory that cannot be written: the call is not counted, the tool still runs
+    try:
+        os.write(fd, line.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
 def run_tool(tool, args, env=None):
     """Compute the Result of ``tool ARGS`` in ``env`` (no sleeping, no printing)."""
     env = os.environ if env is None else env
@@ -230,6 +258,9 @@ def _render(tool, args, node, spec, run_dir, other, env):  # pylint: disable=too
     if tool == "dmesg":
         from . import dmesg
         return dmesg.run(node, args)
+    if tool == "journalctl":
+        from . import dmesg
+        return dmesg.journalctl(node, args)
     if tool in NCCL_TOOLS:
         from . import nccl_tests
         return nccl_tests.run(node, tool, args, other, env)
@@ -269,6 +300,7 @@ def main(argv=None):
             return 2
         return check_spec(argv[1])
     tool, args = argv[0], argv[1:]
+    record_call(tool, args)
     try:
         result, spec = run_tool(tool, args)
         if getattr(result, "live", None) is not None:

@@ -34,7 +34,7 @@ def port_block(node, nic, alone=False):
         "%sSM lid: %d" % (pre, nic.sm_lid),
         "%sCapability mask: 0x%08x" % (pre, CAPMASK.get(node.hw["nic_ca_type"], 0xA751E848)),
         "%sPort GUID: 0x%016x" % (pre, nic.guid),
-        "%sLink layer: InfiniBand" % pre,
+        "%sLink layer: %s" % (pre, getattr(nic, "link_layer", "InfiniBand")),
     ]
     return "\n".join(lines) + "\n"
 
@@ -46,7 +46,7 @@ def run(node, args):
     for f in flags:
         if f not in ("-l", "--list_of_cas", "-p", "--port_list", "-s", "--short", "-d", "--debug", "-v", "--verbose"):
             return Result("", "ibstat: invalid option -- '%s'\n" % f.lstrip("-")[:1], 255)
-    nics = node.nics
+    nics = node.nics + list(getattr(node, "storage_nics", []))
     if pos:
         match = [n for n in nics if n.name == pos[0]]
         if not match:

@@ -108,6 +108,21 @@ class NodeState:
         return self.nvlink.get((min(a, b), max(a, b)), "NV%d" % self.hw["nvlink"])
 
 
+def _storage_hcas(faults, hw, node_index):
+    """The node's storage HCAs (storage_hca): after the compute NICs, on NUMA node 0, their own rate;
+    the tools that list every HCA (ibstat, topo -m, sysfs) show them, the fabric never uses them."""
+    out = []
+    for f in faults:
+        for _number in range(f["count"]):
+            index = hw["nics"] + len(out)
+            out.append(Nic(index=index, name="mlx5_%d" % index, guid=nic_guid(node_index, index), state="Active",
+                           phys="LinkUp", rate=f["rate"], nominal=f["rate"], fw=hw["nic_fw"], lid=2 + node_index * 4
+                           + len(out), sm_lid=1, pci="0000:%02x:00.0" % (0x60 + len(out)), numa=0, rail=None,
+                           rising=[], data_factor=1.0, pcie_gen=hw["nic_pcie_gen"], pcie_width=16, flaps_per_run=0,
+                           nccl_flaps_per_run=0, flaky=[], link_layer=f["link_layer"], storage=True))
+    return out
+
+
 def nic_guid(node_index, nic):
     """Node/port GUID of an HCA: a fixed ConnectX OUI prefix and a unique 24-bit tail."""
     tail = ((node_index * 64 + nic + 1) * 2654435761) & 0xFFFFFF
@@ -283,6 +298,7 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             nccl_flaps_per_run=nccl_flaps.get(name, 0), flaky=flaky_nic.get(name, []),
         ))
 
+    storage = _storage_hcas(by_kind.get("storage_hca", []), hw, node_index)
     slow, flaky = 1.0, []
     for f in by_kind.get("slow_node", []):
         if f.get("intermittent"):
@@ -291,7 +307,7 @@ def node_state(spec, node):  # noqa: C901  (one pass over the faults)
             slow *= f["factor"]
     return NodeState(
         name=node, index=node_index, hw=hw, spec=spec, driver=driver, cuda=cuda, vbios=hw["vbios"],
-        gpus=gpus, nics=nics, nvlink=nvlink, xids=xids, slow_factor=slow, flaky=flaky,
+        gpus=gpus, nics=nics, storage_nics=storage, nvlink=nvlink, xids=xids, slow_factor=slow, flaky=flaky,
         wrong_results=by_kind.get("wrong_results", []), no_mpi=bool(by_kind.get("no_mpi")),
         nvlink_errors=[dict(f) for f in by_kind.get("nvlink_errors", [])],
         hang={f["tool"] for f in by_kind.get("hang", [])},

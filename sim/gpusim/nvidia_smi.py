@@ -306,7 +306,7 @@ def _pcie_relation(numa_a, numa_b, same_switch):
 
 def render_topo(node):
     gpus = node.visible_gpus
-    nics = node.nics
+    nics = node.nics + list(getattr(node, "storage_nics", []))
     head = ["GPU%d" % g.index for g in gpus] + ["NIC%d" % n.index for n in nics]
     out = ["\t\x1b[4m" + "\t".join(head + ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]) + "\x1b[0m\n"]
     for g in gpus:

@@ -22,10 +22,12 @@ from .common import write_atomic
 REQUIRED_KEYS = ("name", "profile", "nodes")
 TOP_KEYS = ("name", "profile", "nodes", "cpus_per_node", "fabric", "tool_times", "seed", "unreachable",
             "faults", "health_check", "topology", "leaf_labels", "transport", "accounting", "slurm_auth",
-            "rack_trays")
+            "rack_trays", "slurm", "unprivileged")
 NODES_KEYS = ("prefix", "count", "width", "start")
 FABRIC_KEYS = ("leaves", "spines", "rails", "oversubscription", "nic_gbps")
 HEALTH_KEYS = ("program", "interval")
+# slurm: what slurm.conf says about the nodes beyond their names (the inventory plugin reads it back).
+SLURM_KEYS = ("partitions", "features")
 # nic_gbps: None = the profile's rate.
 DEFAULT_FABRIC = {"leaves": 1, "spines": 1, "rails": 8, "oversubscription": 1.0, "nic_gbps": None}
 DEFAULT_HEALTH_INTERVAL = 15
@@ -42,7 +44,7 @@ _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}\Z")
 _PREFIX_RE = re.compile(r"^[A-Za-z]([A-Za-z0-9-]{0,30}[A-Za-z-])?\Z")
 
 # Tool names a wrapper in sim/bin may run (hang faults name one of these).
-TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "all_reduce_perf",
+TOOLS = ("nvidia-smi", "dcgmi", "ibstat", "perfquery", "ibnetdiscover", "dmesg", "journalctl", "all_reduce_perf",
          "all_gather_perf", "reduce_scatter_perf", "alltoall_perf", "sdc-hook", "storage-hook",
          "ib_write_bw", "ib_read_bw", "nvidia-imex-ctl", "nvbandwidth")
 # tool_times keys: seconds each fake sleeps before printing.
@@ -97,6 +99,9 @@ FAULTS = {
     # nccl), adds per_run to its link_downed and link_error_recovery counters (sysfs, perfquery)
     # and costs a perftest run a little bandwidth; with no traffic the counters stay still.
     "link_flap": (("node", "nic"), {"per_run": 1, "during": "perftest"}),
+    # Not a fault: an extra HCA for storage (mlx5_<nics>, ...), on no GPU's PCIe switch (NODE/SYS in
+    # topo -m), its own rate and link layer; not on the compute fabric (no rail, no fabric traffic).
+    "storage_hca": (("node",), {"count": 1, "rate": 200, "link_layer": "InfiniBand"}),
     # An NVLink of a GPU that errs under traffic only: each nccl-tests run on the node adds per_run
     # to that link's counter (replay, recovery or crc) that nvidia-smi nvlink -e shows.
     "nvlink_errors": (("node", "gpu", "link"), {"counter": "replay", "per_run": 1}),
@@ -202,6 +207,10 @@ class Spec:  # pylint: disable=too-many-instance-attributes
         self.transport = data["transport"]
         self.accounting = data["accounting"]
         self.slurm_auth = data["slurm_auth"]
+        self.slurm = data.get("slurm") or {"partitions": {}, "features": {}}
+        # The tools run as a user without root: dmesg refused (kernel.dmesg_restrict=1), the journal
+        # readable only with journal: true (a member of adm/systemd-journal).
+        self.unprivileged = data.get("unprivileged")
 
     # -- nodes and leaves (nodes fill the leaves in order, ceil(count / leaves) per leaf) -------
     @property
@@ -485,7 +494,50 @@ def validate(data, path=None):  # noqa: C901  (one straight pass over the keys)
         fail("slurm_auth", "must be one of %s, got %s" % (", ".join(SLURM_AUTHS), _show(out["slurm_auth"])))
     if out["slurm_auth"] == "none" and out["accounting"]:
         fail("slurm_auth", "none cannot be combined with accounting: slurmdbd authenticates with munge")
+    out["slurm"] = _slurm(data.get("slurm"), known, fail)
+    unprivileged = data.get("unprivileged")
+    if unprivileged not in (None, False) and not (isinstance(unprivileged, dict) and set(unprivileged) <= {"journal"}
+                                                  and isinstance(unprivileged.get("journal", False), bool)):
+        fail("unprivileged", "must be false or {journal: true|false}, got %s" % _show(unprivileged))
+    out["unprivileged"] = {"journal": unprivileged.get("journal", False)} if isinstance(unprivileged, dict) else None
     return Spec(out, path, normalized)
+
+
+def _node_list(value, known, key, fail):
+    """A list of this cluster's node names (each once)."""
+    if not isinstance(value, list) or not value or not all(isinstance(n, str) for n in value):
+        fail(key, "must be a non-empty list of node names, got %s" % _show(value))
+    for node in value:
+        if node not in known:
+            fail(key, "%s is not a node of this cluster" % _show(node))
+    if len(set(value)) != len(value):
+        fail(key, "lists a node twice")
+    return list(value)
+
+
+def _slurm(slurm, known, fail):
+    """{partitions: {name: [nodes]}, features: {feature: [nodes]}}.
+
+    No partitions: one partition ``gpu`` with every node (the default). No GRES: slurmd here has no
+    GPU to count (gres/gpu with counts only left every node INVAL, "count reported lower than
+    configured (0 < 8)").
+    """
+    slurm = {} if slurm is None else slurm
+    if not isinstance(slurm, dict):
+        fail("slurm", "must be a mapping with keys %s, got %s" % (", ".join(SLURM_KEYS), _show(slurm)))
+    for key in slurm:
+        if key not in SLURM_KEYS:
+            fail("slurm.%s" % key, "unknown key (known: %s)" % ", ".join(SLURM_KEYS))
+    out = {"partitions": {}, "features": {}}
+    for key in ("partitions", "features"):
+        given = slurm.get(key) or {}
+        if not isinstance(given, dict):
+            fail("slurm.%s" % key, "must map a name to a list of nodes, got %s" % _show(given))
+        for name, nodes in given.items():
+            if not isinstance(name, str) or not _NAME_RE.match(name):
+                fail("slurm.%s" % key, "%s is not a usable name (lower-case letters, digits, '-', '_')" % _show(name))
+            out[key][name] = _node_list(nodes, known, "slurm.%s.%s" % (key, name), fail)
+    return out
 
 
 def _health_check(health, path, fail, integer):
@@ -603,6 +655,12 @@ def _fault(i, fault, hw, known, span, leaf_count, per_leaf, leaf_width, names, f
                  % (top - 1, top, _show(out["gen"])))
         if out["width"] is not None and out["width"] not in (1, 2, 4, 8):
             fail(key + ".width", "must be a link width below x16 (1, 2, 4, 8), got %s" % _show(out["width"]))
+    elif kind == "storage_hca":
+        positive(out["count"], "count", integer=True, high=4)
+        if out["rate"] not in (100, 200, 400, 800):
+            fail(key + ".rate", "must be an HCA rate in Gb/s (100, 200, 400, 800), got %s" % _show(out["rate"]))
+        if out["link_layer"] not in ("InfiniBand", "Ethernet"):
+            fail(key + ".link_layer", "must be InfiniBand or Ethernet, got %s" % _show(out["link_layer"]))
     elif kind == "link_flap":
         nic_name(out["nic"], "nic")
         positive(out["per_run"], "per_run", integer=True, high=1000)

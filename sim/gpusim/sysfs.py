@@ -53,7 +53,7 @@ def write_tree(node, run_dir):
         return
     state = RunState(run_dir, node.name)
     calls = state.bump("sysfs")
-    for nic in node.nics:
+    for nic in node.nics + list(getattr(node, "storage_nics", [])):
         values = counters(node.spec.seed, node.name, nic, calls, calls, 0, flapped=state.bump("flaps:%s" % nic.name, 0))
         folder = os.path.join(root(run_dir, node.name), nic.name, "ports", "1", "counters")
         os.makedirs(folder, exist_ok=True)

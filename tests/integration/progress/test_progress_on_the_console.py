@@ -71,6 +71,11 @@ def test_check_mode_runs_no_tool_and_prints_the_plan(tmp_path):
                      out, re.M), out[-3000:]
     assert "gpucluster.acceptance check mode: nothing was run or measured, no verdict" in out
     assert re.search(r"^  dcgm on gpu\[001-002\] \(2 node\(s\)\): dcgmi diag -r 3 -j$", out, re.M)
+    # How long it would take: per stage (DCGM level 3 ~35 min on an 8-GPU node) and in all.
+    assert "expected duration (typical times of an 8-GPU H100/H200 node; at most: the tools' timeouts):" in out
+    assert re.search(r"^  dcgm: ~35m \(at most \d+h\d+m\)$", out, re.M), out[-3000:]
+    assert re.search(r"^  workload: ~\d+m\d*s? \(at most 15m\)$", out, re.M), out[-3000:]
+    assert re.search(r"^  total: ~\d+m \(at most \d+h\d+m\), every node at once; plus rdma, fabric: rounds", out, re.M)
     assert "check mode: nothing was run or measured, no verdict" in out
     assert "verdict: PASS" not in out and "verdict: FAIL" not in out
     assert "Traceback" not in out

@@ -288,3 +288,31 @@ def test_a_csv_with_driver_590_field_names_is_read_whole():
     parsed = parse_nvidia_smi_csv(text)
     assert parsed["errors"] == [] and len(parsed["gpus"]) == 1
     assert parsed["gpus"][0]["ecc.errors.uncorrected.aggregate.sram.thresholdExceeded"] == "No"
+
+
+# What util-linux dmesg and journalctl print to a user who may not read the kernel log
+# (kernel.dmesg_restrict=1, not in adm/systemd-journal): util-linux sys-utils/dmesg.c and
+# systemd's journalctl (its hint and its "insufficient permissions" line).
+REFUSED_DMESG = "dmesg: read kernel buffer failed: Operation not permitted\n"
+REFUSED_JOURNAL = ("Hint: You are currently not seeing messages from other users and the system.\n"
+                   "      Users in groups 'adm', 'systemd-journal' can see all messages.\n"
+                   "      Pass -q to turn off this notice.\n")
+
+
+def test_a_refused_kernel_log_is_a_skip_with_its_reason_never_an_error(h100):
+    for text in (REFUSED_DMESG, REFUSED_DMESG + REFUSED_JOURNAL):
+        xid = parse_xid_log(text)
+        assert not xid["errors"] and xid["refused"][0]["kind"] == "permission"
+        results = _by_check(judge_gpu_health(_q("q_h100_sxm_8gpu_565.txt"), None, xid, h100), "gpu.xid")
+        assert [(r["status"], r["component"]) for r in results] == [("skip", "permission")], results
+        assert "refused to this user (dmesg: read kernel buffer failed: Operation not permitted)" in results[0]["message"]
+        assert "adm/systemd-journal" in results[0]["message"]
+
+
+def test_a_journal_read_after_a_refused_dmesg_is_judged(h100):
+    """The default kernel log falls back to journalctl -k: its Xid lines count, the refusal is no skip."""
+    journal = "2026-01-05T10:00:00+0000 gpu001 kernel: NVRM: Xid (PCI:0000:ab:00): 79, pid='<unknown>', " \
+              "name=<unknown>, GPU has fallen off the bus.\n"
+    xid = parse_xid_log(REFUSED_DMESG + journal)
+    results = _by_check(judge_gpu_health(_q("q_h100_sxm_8gpu_565.txt"), None, xid, h100), "gpu.xid")
+    assert "fail" in [r["status"] for r in results] and "skip" not in [r["status"] for r in results]

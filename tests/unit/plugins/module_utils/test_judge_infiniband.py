@@ -7,8 +7,9 @@ import pytest
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import (
     parse_ib_counters)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_topo import parse_nvidia_topo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_infiniband import (
-    judge_infiniband)
+    judge_infiniband, judge_infiniband_stage)
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._profiles import (
     load_profile)
 
@@ -188,3 +189,50 @@ def test_a_limited_counter_that_vanished_between_the_snapshots_is_an_error_never
     assert [(r["status"], r["message"]) for r in counters if r["status"] != "skip"] == [
         ("error", "mlx5_1 port 1: symbol_error read in one snapshot and not in the other around the test: "
                   "the snapshots do not compare like with like")]
+
+
+def _ca_block(name, rate, guid):
+    """One CA of ibstat as infiniband-diags prints it (ca_dump / port_dump)."""
+    return ("CA '%s'\n\tCA type: MT4123\n\tNumber of ports: 1\n\tFirmware version: 20.35.1012\n\tHardware version: 0\n"
+            "\tNode GUID: 0x%016x\n\tSystem image GUID: 0x%016x\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n"
+            "\t\tRate: %d\n\t\tBase lid: %d\n\t\tLMC: 0\n\t\tSM lid: 1\n\t\tCapability mask: 0xa651e848\n"
+            "\t\tPort GUID: 0x%016x\n\t\tLink layer: InfiniBand\n" % (name, guid, guid, rate, guid % 1000 + 2, guid))
+
+
+def test_storage_hcas_near_no_gpu_are_reported_not_failed():
+    """DGX A100 (real topo -m: mlx5_8/9, the storage HCAs, SYS to every GPU), its storage fabric at
+    100 Gb/s: without the matrix every IB port is judged at the compute rate (the old false alarm);
+    with it the two are named in a skip and the eight compute ports pass, and only they get rails."""
+    a100 = load_profile("a100_sxm_80gb")
+    ibstat = "".join(_ca_block("mlx5_%d" % i, 100 if i >= 8 else 200, 0x0c42a1030065a000 + i) for i in range(10))
+    topo = (FIXTURES / "nvidia_topo" / "dgx_a100_8gpu_10nic_tabs_legend.txt").read_text()
+    outputs = {"ibstat": ibstat, "ib-counters-before": None, "ib-counters-after": None}
+    blind = judge_infiniband_stage(dict(outputs), a100, {})[0]
+    assert ("fail", "mlx5_8 port 1") in [(r["status"], r["component"]) for r in blind if r["check"] == "ib.rate"]
+    seen, metrics = judge_infiniband_stage(dict(outputs, **{"ib-gpu-affinity": topo}), a100, {})
+    assert not [r for r in seen if r["status"] in ("fail", "error")], [r for r in seen if r["status"] != "pass"]
+    storage = [r for r in seen if r["check"] == "ib.port_count" and r["status"] == "skip"]
+    assert len(storage) == 1 and "mlx5_8 port 1 (InfiniBand, 100 Gb/s)" in storage[0]["message"]
+    assert "mlx5_9 port 1" in storage[0]["message"] and storage[0]["metrics"]["storage"] is True
+    assert sorted(metrics["ports"]) == ["mlx5_%d" % i for i in range(8)]
+    assert [r["message"] for r in seen if r["check"] == "ib.port_count" and r["status"] == "pass"] == [
+        "8 InfiniBand ports (at least 8 expected)"]
+
+
+def test_the_nic_of_a_gpu_that_fell_off_stays_judged():
+    """GPU 6 gone from topo -m leaves its NIC near no GPU. A matrix short of a GPU does not tell
+    storage from compute: every HCA is judged (its NIC's fault shows), the surplus named by count;
+    with every GPU there, only the HCA beyond nics_per_node near no GPU is set apart."""
+    a100 = load_profile("a100_sxm_80gb")
+    topo = parse_nvidia_topo((FIXTURES / "nvidia_topo" / "dgx_a100_8gpu_10nic_tabs_legend.txt").read_text())
+    nine = "".join(_ca_block("mlx5_%d" % i, 100 if i == 6 else 200, 0x0c42a1030065a000 + i) for i in range(9))
+    whole = judge_infiniband(parse_ibstat(nine), None, None, a100, topo=topo)
+    storage = [r for r in whole if r["check"] == "ib.port_count" and r["status"] == "skip"]
+    assert len(storage) == 1 and "mlx5_8 port 1 (InfiniBand, 200 Gb/s)" in storage[0]["message"]
+    assert ("fail", "mlx5_6 port 1") in [(r["status"], r["component"]) for r in whole if r["check"] == "ib.rate"]
+    short = dict(topo, gpus=[g for g in topo["gpus"] if g != "GPU6"])
+    short["nic_affinity"] = dict(topo["nic_affinity"], NIC6=dict(topo["nic_affinity"]["NIC6"], relation="SYS"))
+    results = judge_infiniband(parse_ibstat(nine), None, None, a100, topo=short)
+    assert not [r for r in results if r["check"] == "ib.port_count" and r["status"] == "skip"]
+    assert ("fail", "mlx5_6 port 1") in [(r["status"], r["component"]) for r in results if r["check"] == "ib.rate"]
+    assert "9 InfiniBand ports (at least 8 expected)" in [r["message"] for r in results if r["check"] == "ib.port_count"]
