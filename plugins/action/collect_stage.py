@@ -60,6 +60,19 @@ def _read_script(path):
         raise AnsibleActionFail("collect_stage: cannot read the collector script %s: %s" % (path, exc))
 
 
+def _with_digests(state, tools):
+    """The state with each raw record's argv_digest (the command line and timeout it ran with), so
+    a resumed run re-judges an output only under the same settings (_resume.resumable)."""
+    last = state.get("last") if isinstance(state, dict) else None
+    raw = last.get("raw") if isinstance(last, dict) else None
+    if not isinstance(raw, dict):
+        return state
+    digests = dict((str(t.get("name")), _resume.argv_digest(t)) for t in tools if isinstance(t, dict))
+    raw = dict((tool, dict(record, argv_digest=digests[tool]) if isinstance(record, dict) and tool in digests
+                else record) for tool, record in raw.items())
+    return dict(state, last=dict(last, raw=raw))
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True  # check mode: runs nothing, reports what it would run (skipped)
@@ -71,8 +84,7 @@ class ActionModule(ActionBase):
             return False
         if getattr(self, "_resume_state", None) is None:
             self._resume_state = _resume.state(args["resume_dir"])
-        tools = [str(t.get("name")) for t in args["tools"] if isinstance(t, dict)]
-        return _resume.resumable(self._resume_state[0], node, args["stage"], tools)
+        return _resume.resumable(self._resume_state, args["resume_dir"], node, args["stage"], args["tools"])
 
     def _collect(self, args, node):
         """(the collector's output: a string from the node or a {tools, errors} dict, result extras)."""
@@ -139,7 +151,7 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             raise AnsibleActionFail("collect_stage: %s" % exc)
         result.update(extras)
-        state, outputs = without_outputs(state)
+        state, outputs = without_outputs(_with_digests(state, args["tools"]))
         result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(state["last"]["checks"]),
                       raw_outputs=outputs, ansible_facts={"collect_node_state": state})
         return result
@@ -197,7 +209,7 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("collect_stage: %s" % exc)
             if isinstance(output, dict) and output.get("component") == "transport":
                 states[name]["unreachable"] = args["stage"]
-            states[name], raw_outputs[name] = without_outputs(states[name])
+            states[name], raw_outputs[name] = without_outputs(_with_digests(states[name], mine["tools"]))
             statuses[name] = worst_status(states[name]["last"]["checks"])
         # judged: the nodes this stage judged (the callback reports these; kept states are old news)
         result.update(changed=False, failed=False, stage=args["stage"], status=worst_status(

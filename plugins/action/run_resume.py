@@ -15,6 +15,7 @@ ARGUMENT_SPEC = {
     "playbook": {"type": "str", "required": True},
     "profile": {"type": "str", "default": ""},
     "targets": {"type": "list", "elements": "str", "required": True},
+    "replay_dir": {"type": "str", "default": ""},
 }
 
 
@@ -27,7 +28,8 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        info, problems = _resume.check(args["dir"], args["playbook"], args["profile"] or None, args["targets"])
+        info, problems = _resume.check(args["dir"], args["playbook"], args["profile"] or None, args["targets"],
+                                       replay=args["replay_dir"] or None)
         result["changed"] = False
         if problems:
             result.update(failed=True, msg="; ".join(problems))

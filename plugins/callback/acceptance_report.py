@@ -86,7 +86,7 @@ from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._progress im
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._run_dir import (
     LAST_PASS, _now, default_run_id, mark_complete, new_run_dir, reopen_run_dir, update_last_pass, write_raw, write_reports,
     write_results)
-from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._resume import hold_lock
+from ansible_collections.gpucluster.acceptance.plugins.plugin_utils._resume import Unlockable, hold_lock
 
 VERDICT_TASK_PREFIX = "Verdict:"
 RUN_DIR_ENV = "GPUCLUSTER_RUN_DIR"
@@ -169,16 +169,22 @@ class CallbackModule(CallbackBase):
         if self._run_dir:
             return self._run_dir
         if resume:  # -e acceptance_resume: the interrupted run's own directory (start_run checked it)
-            self._run_dir = reopen_run_dir(resume, self._run)
-        else:
+            # The lock first (held for the whole run; the kernel lets go when the process dies):
+            # a run that started writing it since the check gets it, and this one a directory of its own.
+            self._lock = hold_lock(resume)
+            if self._lock is not None:
+                self._run_dir = reopen_run_dir(resume, self._run)
+            else:
+                self._warn_once("%s is being written by another run since this one checked it: this run writes "
+                                "a directory of its own" % resume)
+        if not self._run_dir:
             root = self.get_option("artifacts_dir")
             run_id = self.get_option("run_id") or run_id or default_run_id()
             self._run_dir = new_run_dir(root, run_id, self._run)
-        # Held for the whole run (the kernel lets go when the process dies): a resume of a
-        # directory some live run writes is refused (_resume.check).
-        self._lock = hold_lock(self._run_dir)
-        if self._lock is None:
-            self._warn_once("another process holds %s's lock: two runs write this directory" % self._run_dir)
+            self._lock = hold_lock(self._run_dir)
+        if isinstance(self._lock, Unlockable):
+            self._warn_once("%s cannot be locked (%s): a resume tells a live writer by its pid on this host only"
+                            % (self._run_dir, self._lock.reason))
         # Tasks forked after this point (the verdict, the fabric and workload stages) find the
         # directory here: they stream raw outputs into it and read results.json from it.
         os.environ[RUN_DIR_ENV] = self._run_dir

@@ -24,7 +24,7 @@ description:
     C(slurm_reason), C(slurm_gres), C(slurm_gres_gpus) (GPUs its GRES declares), and
     C(slurm_topology_leaf) / C(slurm_topology_block) (the labels the fabric and NVLink stages read).
   - The launch settings C(acceptance_slurm_partition) and C(acceptance_slurm_reservation) are set
-    on the C(all) group from O(launch_partition) / O(launch_reservation) (default the one partition
+    on the C(all) group from O(launch_partition) / O(launch_reservation) (default the partitions
     of O(partitions), and O(reservation)); every srun launch of the collection uses them.
   - Slurm that cannot be reached, or output that cannot be read, fails the inventory with Slurm's
     own message. Filters that leave no node fail too; an empty inventory never passes acceptance.
@@ -61,10 +61,19 @@ options:
       - The launch settings are then left empty (the steps inherit the job's partition and reservation).
     type: bool
     default: false
+  exclude_states:
+    description:
+      - Leave out nodes whose base state or one of whose flags is one of these, e.g.
+        V([drain, not_responding, powered_down]) (a drained or silent node in an srun node list holds
+        the whole step until its launch timeout). Empty keeps them (a replaced node is still drained
+        when it is re-accepted).
+    type: list
+    elements: str
+    default: []
   launch_partition:
     description:
       - The partition every srun launch of the run uses (C(acceptance_slurm_partition)); empty for
-        the one partition of O(partitions) when it names exactly one, else Slurm's default.
+        the partitions of O(partitions) (a comma list), else Slurm's default.
     type: str
     default: ""
   launch_reservation:
@@ -136,12 +145,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         if self.get_option("slurm_conf"):
             env["SLURM_CONF"] = self.get_option("slurm_conf")
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
-                                  timeout=self.get_option("timeout"))
+            # Node reasons and comments are whatever an admin typed: undecodable bytes are replaced.
+            proc = subprocess.run(argv, capture_output=True, text=True, encoding="utf-8", errors="replace", env=env,
+                                  check=False, timeout=self.get_option("timeout"))
         except FileNotFoundError:
             return None, "", "%s: not found on PATH (is this a Slurm login node?)" % argv[0]
         except subprocess.TimeoutExpired:
             return None, "", "%s did not answer within %d s" % (" ".join(argv), self.get_option("timeout"))
+        except OSError as exc:
+            return None, "", "%s could not be run: %s" % (argv[0], exc)
         return proc.returncode, proc.stdout, proc.stderr
 
     def _fail(self, argv, rc, err, out=""):
@@ -211,7 +223,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     def parse(self, inventory, loader, path, cache=True):
         super(InventoryModule, self).parse(inventory, loader, path, cache)
         self._read_config_data(path)
-        key = self.get_cache_key(path)
+        # The options that change what is read, in the key: another reservation or slurm.conf is another inventory.
+        key = "%s_%s" % (self.get_cache_key(path), "_".join(
+            str(self.get_option(k)) for k in ("reservation", "slurm_conf")).replace("/", "-"))
         use_cache = self.get_option("cache") and cache
         data = None
         if use_cache:
@@ -242,8 +256,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         reservation = set(data["reservation"]) if data["reservation"] is not None else None
         job = self._job_nodes()
         partitions, states, features = (self.get_option(k) for k in ("partitions", "states", "features"))
+        excluded = set(s.lower() for s in self.get_option("exclude_states"))
         kept = [n for n in data["nodes"] if slurm.keep(n, partitions, states, features, reservation)
-                and (job is None or n["name"] in job)]
+                and (job is None or n["name"] in job) and not excluded & set([n["state"]] + n["state_flags"])]
         if not kept:
             raise AnsibleParserError(
                 "slurm inventory: no node left of %d after the filters (partitions %s, states %s, features %s%s)"
@@ -273,7 +288,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self.inventory.set_variable("all", "acceptance_slurm_partition", "")
             self.inventory.set_variable("all", "acceptance_slurm_reservation", "")
             return
-        partition = self.get_option("launch_partition") or (partitions[0] if len(partitions) == 1 else "")
+        # The partitions the nodes came from: srun takes a comma list (the job lands in one of them).
+        partition = self.get_option("launch_partition") or ",".join(partitions)
         reservation = self.get_option("launch_reservation") or self.get_option("reservation")
         self.inventory.set_variable("all", "acceptance_slurm_partition", partition)
         self.inventory.set_variable("all", "acceptance_slurm_reservation", reservation)

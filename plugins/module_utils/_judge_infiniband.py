@@ -38,7 +38,7 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._judge_commo
     profile_get)
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters import parse_ib_counters
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_counters_deltas import counter_deltas
-from ansible_collections.gpucluster.acceptance.plugins.module_utils._hostlist import natural_key
+from ansible_collections.gpucluster.acceptance.plugins.module_utils._ib_storage import gpu_local_hcas, storage_hcas
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._ibstat import parse_ibstat
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._nvidia_topo import parse_nvidia_topo
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._pcie_link import (
@@ -79,20 +79,6 @@ def _parse_problem(check, tool, parsed, required):
     return failed, usable
 
 
-def gpu_local_hcas(topo, profile):
-    """{HCA name: whether a GPU is at one of nic_gpu_relation (PIX, PXB)} from an nvidia-smi topo -m
-    parse; None when the matrix cannot say (not captured, unreadable, no NIC in it, or fewer GPUs
-    than gpus_per_node: the NIC of a GPU that fell off the bus is near no GPU either)."""
-    relations = profile_get(profile, "nic_gpu_relation")
-    gpus = profile_get(profile, "gpus_per_node")
-    if not isinstance(topo, dict) or topo.get("errors") or not topo.get("nic_affinity") or not relations:
-        return None
-    if is_number(gpus) and len(topo.get("gpus") or []) < int(gpus):
-        return None
-    return dict((str(info.get("name") or nic), info.get("relation") in relations)
-                for nic, info in topo["nic_affinity"].items() if isinstance(info, dict))
-
-
 def _compute_ports(ibstat, profile, results, local=None):
     """[(ca_name, port_dict)] of the compute fabric; records skip/fail results on the way.
 
@@ -123,7 +109,7 @@ def _compute_ports(ibstat, profile, results, local=None):
                 ports.append((name, port))
         return ports
     others, storage = [], []
-    away = _storage_hcas(cas, profile, layer, local)
+    away = storage_hcas(cas, profile, layer, local)
     for ca in cas:
         if ca.get("node_type") not in (None, "CA"):
             continue
@@ -149,25 +135,6 @@ def _compute_ports(ibstat, profile, results, local=None):
                                                                               or []), join_names(storage)),
             {"ports": storage, "storage": True}, tool=TOOL_AFFINITY))
     return ports
-
-
-def _storage_hcas(cas, profile, layer, local):
-    """The HCAs taken for storage: of those on ``layer`` that no GPU is near, as many as there are
-    HCAs beyond nics_per_node, those at another rate than the compute ports first, then the last by
-    name (storage HCAs follow the compute ones: mlx5_8, mlx5_9 on a DGX)."""
-    expected = profile_get(profile, "nics_per_node")
-    if not local or not is_number(expected):
-        return set()
-    on_layer = [ca for ca in cas if ca.get("node_type") in (None, "CA") and ca.get("name") and any(
-        not layer or not p.get("link_layer") or p.get("link_layer") == layer for p in ca.get("ports") or [])]
-    surplus = len(on_layer) - int(expected)
-    if surplus <= 0:
-        return set()
-    rate = profile_get(profile, "infiniband.port_rate")
-    away = [ca for ca in on_layer if local.get(ca["name"]) is False]
-    away.sort(key=lambda ca: (any(p.get("rate") != rate for p in ca.get("ports") or []),
-                              natural_key(ca["name"])), reverse=True)
-    return set(ca["name"] for ca in away[:surplus])
 
 
 def judge_infiniband(ibstat, counters_before, counters_after, profile, pcie=None, topo=None):

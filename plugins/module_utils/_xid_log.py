@@ -65,12 +65,16 @@ _NVRM = re.compile(r"NVRM:\s*")
 # util-linux "dmesg: read kernel buffer failed: Operation not permitted", journalctl's "No journal
 # files were opened due to insufficient permissions." / "Hint: You are currently not seeing messages
 # from other users and the system." A permission, not a broken node: the judge skips, naming it.
+# (systemd's notice comes in several wordings: "Users in groups 'adm', 'systemd-journal', 'wheel'
+# can see all messages.", older "Users in the 'systemd-journal' group can see all messages. Pass -q
+# to" / "turn off this notice."; every indented line after the Hint belongs to it.)
 _REFUSED_LOG = re.compile(r"^\s*dmesg: .*(?:Operation not permitted|Permission denied)"
                           r"|^\s*No journal files were opened due to insufficient permissions"
                           r"|^\s*Hint: You are currently not seeing messages from other users and the system"
-                          r"|^\s*Users in groups '?adm'?, '?systemd-journal'? can see all messages"
-                          r"|^\s*Pass -q to turn off this notice", re.IGNORECASE)
+                          r"|^\s*Users in (?:the )?groups? .*can see all messages"
+                          r"|^\s*(?:Pass -q to )?turn off this notice", re.IGNORECASE)
 _UNREADABLE_LOG = re.compile(r"^\s*(?:dmesg|journalctl): .*(?:failed|not permitted|denied|No journal files)"
+                             r"|^\s*No journal files were found"
                              r"|^\s*-- No entries --\s*$", re.IGNORECASE)
 # The driver's own Xid line shape: an unreadable one is an Xid that cannot be judged.
 _XID_SHAPED = re.compile(r"NVRM:\s*Xid\s*\([^)]*\)\s*:", re.IGNORECASE)
@@ -240,7 +244,8 @@ def _parse(text, result):
             result["warnings"].append("line %d: shell prompt or command echo ignored: %s"
                                       % (number, raw.strip()[:120]))
             continue
-        if _REFUSED_LOG.search(raw):
+        if _REFUSED_LOG.search(raw) or (result["refused"] and raw[:1].isspace()
+                                        and result["refused"][-1]["line"] == number - 1):
             # Structured, not an error: the judge skips the scan where nothing else was read.
             result["refused"].append({"kind": "permission", "line": number, "text": raw.strip()[:200]})
             continue

@@ -38,6 +38,10 @@ options:
     type: list
     elements: str
     required: true
+  replay_dir:
+    description: The run's C(acceptance_replay_dir); a replay cannot resume a run (refused).
+    type: str
+    default: ""
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow

@@ -53,7 +53,7 @@ def tool_estimate(tool):
     if name == "dcgmi-diag" or (argv[:2] == ["dcgmi", "diag"]):
         level = _number_after(argv, "-r")
         typical = DCGM_LEVEL_S.get(int(level) if level else 3, DCGM_LEVEL_S[3])
-    elif name.endswith("-probe") or name in ("sdc-probe", "loader-probe", "checkpoint-probe"):
+    elif "-probe" in name:  # sdc-probe, loader-probe(-alone), checkpoint-probe(-alone)
         typical = (_number_after(argv, "--seconds") or 0) + PROBE_OVERHEAD_S
     else:
         typical = TYPICAL_S.get(name, OTHER_S)

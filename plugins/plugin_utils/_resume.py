@@ -5,7 +5,9 @@
 
 Controller side only. A run directory is written by one ansible-playbook at a time: the results
 callback holds an exclusive ``flock`` on ``<run>/.lock`` for the whole run (the kernel lets go when
-the process dies, SIGKILL included), so a directory some live run writes is refused, never shared.
+the process and the workers it forked are gone, SIGKILL included), so a directory some live run
+writes is refused, never shared; where the file system cannot lock, the INCOMPLETE mark's pid on
+this host stands in (``Unlockable``).
 
 * ``check(directory, playbook, profile, targets)``: (info, problems) - whether the directory can be
   resumed by this playbook with this profile and these nodes, each difference named.
@@ -20,8 +22,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import hashlib
 import json
 import os
+import socket
 
 from ansible_collections.gpucluster.acceptance.plugins.module_utils._files import write_atomic
 
@@ -36,30 +40,60 @@ COMPLETE = "COMPLETE"
 INCOMPLETE = "INCOMPLETE"
 
 
+class Unlockable(object):
+    """What hold_lock gives where the file system has no flock (ENOLCK, ENOSYS: NFS without lockd,
+    Lustre without -o flock) or the lock file cannot be made: no lock; is_locked falls back to the
+    INCOMPLETE mark's pid on this host."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+    def close(self):
+        """Nothing to let go."""
+
+
 def hold_lock(run_dir):
-    """An open file holding the run directory's exclusive lock; None when another process holds it."""
-    handle = open(os.path.join(run_dir, LOCK), "a")
+    """An open file holding the run directory's exclusive lock; None when another process holds it;
+    an Unlockable where this file system cannot lock."""
+    try:
+        handle = open(os.path.join(run_dir, LOCK), "a")
+    except (IOError, OSError) as exc:
+        return Unlockable("%s: %s" % (LOCK, exc.strerror or exc))
     if fcntl is None:
-        return handle
+        return Unlockable("no fcntl on this platform")
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except (IOError, OSError) as exc:
         handle.close()
         if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
             return None
-        raise
+        return Unlockable("flock: %s" % (exc.strerror or exc))
     return handle
 
 
-def is_locked(run_dir):
-    """Whether a live process holds the run directory's lock (tried without waiting, then let go)."""
-    if not os.path.exists(os.path.join(run_dir, LOCK)):
+def _writer_alive(run_dir):
+    """Without locks: whether the INCOMPLETE mark names a live process of this host."""
+    mark = _mark(run_dir, INCOMPLETE) or {}
+    pid = mark.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or mark.get("host") != socket.gethostname():
         return False
+    try:
+        os.kill(pid, 0)
+    except OSError as exc:
+        return exc.errno == errno.EPERM
+    return pid != os.getpid()
+
+
+def is_locked(run_dir):
+    """Whether a live process writes the run directory: it holds the lock (tried without waiting,
+    then let go), or, where locks do not work, the INCOMPLETE mark names a live process here."""
+    if not os.path.exists(os.path.join(run_dir, LOCK)):
+        return _writer_alive(run_dir)
     handle = hold_lock(run_dir)
     if handle is None:
         return True
     handle.close()
-    return False
+    return isinstance(handle, Unlockable) and _writer_alive(run_dir)
 
 
 def _mark(run_dir, name):
@@ -101,9 +135,12 @@ def _differences(run, playbook, profile, targets):
     return problems
 
 
-def check(directory, playbook=None, profile=None, targets=None):
+def check(directory, playbook=None, profile=None, targets=None, replay=None):
     """({run_id, complete, verdict, started}, [problem]) for resuming ``directory``."""
     directory = os.path.abspath(directory or "")
+    if replay:
+        return {}, ["a replay (acceptance_replay_dir) cannot resume a run: re-judge %s with acceptance_replay_dir "
+                    "alone, or resume it without one" % directory]
     if not os.path.isdir(directory):
         return {}, ["%s is not a directory" % directory]
     if is_locked(directory):
@@ -121,30 +158,41 @@ def check(directory, playbook=None, profile=None, targets=None):
     return info, problems
 
 
+def argv_digest(tool):
+    """A collect tool's command line and timeout as a short digest (recorded in the raw index)."""
+    text = json.dumps([[str(a) for a in tool.get("argv") or []], str(tool.get("timeout")), str(tool.get("pause_before"))])
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+
+
 def _judged_in(document):
-    """{node: {stage: [tools]}} of a results.json: each per-node stage with checks (a transport or
-    scheduler error is no judgement), with every tool output of the node recorded complete."""
+    """{node: {stage: [tools]}} of a results.json: each per-node stage whose checks hold no error
+    (an error, of a tool, the transport or Slurm, is run again: the operator may have fixed it),
+    with every tool output of the node recorded complete."""
     raw = document.get("raw") or {}
-    out = {}
+    out, errored = {}, set()
     for record in document.get("checks") or []:
-        if not isinstance(record, dict) or record.get("status") == "error" and record.get("component") in (
-                "transport", "scheduler"):
+        if not isinstance(record, dict):
             continue
         node, stage = record.get("node"), record.get("stage")
         if not node or not stage or str(node).startswith("_") or not isinstance(raw.get(node), dict):
             continue
-        tools = sorted(t for t, entry in raw[node].items() if isinstance(entry, dict) and entry.get("complete", True)
-                       is not False)
-        if tools:
-            out.setdefault(node, {})[stage] = tools
+        if record.get("status") == "error":
+            errored.add((node, stage))
+            continue
+        # (an empty list still says "judged, nothing complete": it replaces an earlier snapshot's)
+        out.setdefault(node, {})[stage] = sorted(t for t, entry in raw[node].items() if isinstance(entry, dict)
+                                                 and entry.get("complete", True) is not False)
+    for node, stage in errored:
+        (out.get(node) or {}).pop(stage, None)
     return out
 
 
 def _merged(base, found):
+    """The earlier snapshot's stages, each replaced by what the newer results say of it."""
     out = dict((node, dict(stages)) for node, stages in (base or {}).items() if isinstance(stages, dict))
     for node, stages in found.items():
         for stage, tools in stages.items():
-            out.setdefault(node, {})[stage] = sorted(set(out.get(node, {}).get(stage) or []) | set(tools))
+            out.setdefault(node, {})[stage] = sorted(tools)
     return out
 
 
@@ -183,8 +231,21 @@ def snapshot(directory):
                                                              sort_keys=True) + "\n")
 
 
-def resumable(judged_stages, node, stage, tools):
+def resumable(resume_state, directory, node, stage, tools):
     """Whether ``stage`` of ``node`` is judged again from the interrupted run's outputs: it judged
-    it, and every tool this stage runs now has its output there."""
+    it without error, every tool this stage runs now has its output file there, and each ran with
+    the same command line and timeout (a level-1 DCGM diag never counts for level 3)."""
+    judged_stages, raw = resume_state
     have = set((judged_stages.get(node) or {}).get(stage) or ())
-    return bool(have) and set(tools) <= have
+    names = [str(t.get("name")) for t in tools if isinstance(t, dict)]
+    if not have or not set(names) <= have:
+        return False
+    index = raw.get(node) or {}
+    for tool in tools:
+        entry = index.get(str(tool.get("name"))) or {}
+        if entry.get("argv_digest") is not None and entry["argv_digest"] != argv_digest(tool):
+            return False
+        path = os.path.join(directory, entry.get("path") or os.path.join("raw", node, "%s.txt" % tool.get("name")))
+        if not os.path.isfile(path):
+            return False
+    return True

@@ -97,7 +97,7 @@ def write_raw(run_dir, owner, tools, index):
         if record.get("output") is not None or not os.path.exists(path):
             write_atomic(path, record.get("output") or "")
         entry = {"path": os.path.relpath(path, run_dir)}
-        for key in ("rc", "seconds", "complete", "command"):
+        for key in ("rc", "seconds", "complete", "command", "argv_digest"):
             if record.get(key) is not None:
                 entry[key] = record[key]
         index[tool] = entry

@@ -81,13 +81,15 @@ def test_killed_in_dcgm_then_resumed_runs_only_what_was_left(tmp_path, transport
 
         new_calls = _calls(sim)[calls_before:]
         assert ("gpu003", "dcgmi") in set((n, t) for n, t, a in new_calls if a.startswith("diag")), new_calls[:20]
-        # Stages judged before the kill: none of their tools ran again on their nodes.
-        for node, tool, args in new_calls:
-            if tool == "nvidia-smi" and args.startswith("topo"):
-                assert (node, "topology") not in judged_before, (node, tool, args)
-            if tool == "dmesg" or (tool == "nvidia-smi" and args.startswith("-q")):
-                assert (node, "gpu_health") not in judged_before, (node, tool, args)
-        assert not [c for c in new_calls if c[1] == "nvidia-smi" and c[2].startswith("topo")]
+        # Stages judged before the kill: none of their tools ran again on their nodes. (topo -m runs
+        # in the topology stage and, for its HCAs' GPU affinity, in the infiniband stage.)
+        for node in ("gpu001", "gpu002", "gpu003", "gpu004"):
+            topo = [c for c in new_calls if c[0] == node and c[1] == "nvidia-smi" and c[2].startswith("topo")]
+            expected_topo = sum((node, stage) not in judged_before for stage in ("topology", "infiniband"))
+            assert len(topo) == expected_topo, (node, topo, sorted(judged_before))
+            health = [c for c in new_calls if c[0] == node and (c[1] == "dmesg" or c[1:3] == ("nvidia-smi", "-q"))]
+            assert not health or (node, "gpu_health") not in judged_before, (node, health)
+        assert all(("gpu%03d" % n, "topology") in judged_before for n in (1, 2, 3, 4))
 
         assert resumed.rc == whole.rc
         assert after["verdict"]["status"] == whole.results["verdict"]["status"] == "fail"

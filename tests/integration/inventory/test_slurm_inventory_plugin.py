@@ -71,6 +71,12 @@ def test_graph_shows_partitions_features_states_and_leaves(tmp_path):
         assert _groups(listing)["gpu_nodes"] == ["gpu001", "gpu002", "gpu003", "gpu004"]  # drained is still idle
         host = json.loads(_ansible_inventory(inventory, "--host", "gpu001").stdout)
         assert host["acceptance_slurm_partition"] == "batch"
+        inventory = _inventory(tmp_path / "slurm.yml", slurm_conf=conf, states=["idle"], exclude_states=["drain"],
+                               partitions=["batch", "debug"])
+        listing = json.loads(_ansible_inventory(inventory, "--list").stdout)
+        assert _groups(listing)["gpu_nodes"] == ["gpu001", "gpu002", "gpu004"]
+        host = json.loads(_ansible_inventory(inventory, "--host", "gpu004").stdout)
+        assert host["acceptance_slurm_partition"] == "batch,debug"
         sim.cluster.scontrol("update", "NodeName=gpu003", "State=RESUME")
 
 

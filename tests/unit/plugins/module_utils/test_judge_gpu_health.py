@@ -316,3 +316,24 @@ def test_a_journal_read_after_a_refused_dmesg_is_judged(h100):
     xid = parse_xid_log(REFUSED_DMESG + journal)
     results = _by_check(judge_gpu_health(_q("q_h100_sxm_8gpu_565.txt"), None, xid, h100), "gpu.xid")
     assert "fail" in [r["status"] for r in results] and "skip" not in [r["status"] for r in results]
+
+
+@pytest.mark.parametrize("notice", [
+    # RHEL/Fedora's wording, and older systemd's (one group, the notice over two lines)
+    ("Hint: You are currently not seeing messages from other users and the system.\n"
+     "      Users in groups 'adm', 'systemd-journal', 'wheel' can see all messages.\n"
+     "      Pass -q to turn off this notice.\n"),
+    ("Hint: You are currently not seeing messages from other users and the system.\n"
+     "      Users in the 'systemd-journal' group can see all messages. Pass -q to\n"
+     "      turn off this notice.\n")])
+def test_every_wording_of_the_journal_notice_is_a_refusal_never_a_pass(h100, notice):
+    xid = parse_xid_log(REFUSED_DMESG + notice + "-- No entries --\n")
+    assert xid["first_line"] is None and not xid["errors"], xid
+    results = _by_check(judge_gpu_health(_q("q_h100_sxm_8gpu_565.txt"), None, xid, h100), "gpu.xid")
+    assert [r["status"] for r in results] == ["skip"]
+
+
+def test_a_journal_without_files_is_an_error_not_a_pass(h100):
+    xid = parse_xid_log("No journal files were found.\n-- No entries --\n")
+    results = _by_check(judge_gpu_health(_q("q_h100_sxm_8gpu_565.txt"), None, xid, h100), "gpu.xid")
+    assert [r["status"] for r in results] == ["error"], results
