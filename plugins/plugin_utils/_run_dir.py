@@ -24,8 +24,8 @@ from ansible_collections.gpucluster.acceptance.plugins.module_utils._files impor
 from ansible_collections.gpucluster.acceptance.plugins.plugin_utils import _report, _results, _resume
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-INCOMPLETE = "INCOMPLETE"
-COMPLETE = "COMPLETE"
+# The marks' names: one definition, _resume's (which reads them to tell a killed run from a live one).
+INCOMPLETE, COMPLETE = _resume.INCOMPLETE, _resume.COMPLETE
 LAST_PASS = "last-pass.json"
 
 
@@ -61,10 +61,17 @@ def new_run_dir(root, run_id, run):
     run_dir = os.path.abspath(candidate)
     run["id"] = os.path.basename(candidate)
     run.setdefault("started", _now())
-    mark = {"run_id": run["id"], "started": run["started"], "pid": os.getpid(),
-            "host": socket.gethostname(), "playbook": run.get("playbook")}
-    write_atomic(os.path.join(run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
+    _write_mark(run_dir, run)
     return run_dir
+
+
+def _write_mark(run_dir, run):
+    """INCOMPLETE: the run, its start and the process (pid, host) writing it now; a resume's times."""
+    mark = {"run_id": run["id"], "started": run["started"], "pid": os.getpid(), "host": socket.gethostname(),
+            "playbook": run.get("playbook")}
+    if run.get("resumed"):
+        mark["resumed"] = run["resumed"]
+    write_atomic(os.path.join(run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
 
 
 def reopen_run_dir(directory, run):
@@ -80,9 +87,7 @@ def reopen_run_dir(directory, run):
     run["id"] = os.path.basename(run_dir)
     run["started"] = before.get("started") or run.get("started") or _now()
     run["resumed"] = [str(t) for t in before.get("resumed") or []] + [_now()]
-    mark = {"run_id": run["id"], "started": run["started"], "pid": os.getpid(), "host": socket.gethostname(),
-            "playbook": run.get("playbook"), "resumed": run["resumed"]}
-    write_atomic(os.path.join(run_dir, INCOMPLETE), json.dumps(mark, indent=2) + "\n")
+    _write_mark(run_dir, run)
     return run_dir
 
 
